@@ -104,9 +104,10 @@ OWN_POOL = ["_deadline.py", "_tls.py", "_closing.py", "_connections.py", "_wakes
 REDACTION = ["core/escapes.py", "core/redact.py"]
 #: The session names what it reports by the events the agent sent, a naming that knows no session; the
 #: fast front-end's routes, which the session is built on, the reading of the deprecated THINKING_*
-#: events, which it hands the decoder, and the holding of a refused RUN_FINISHED's interrupts know no
-#: session either.
-SESSION = ["core/naming.py", "core/front.py", "core/thinking.py", "core/held.py", "core/session.py"]
+#: events, which it hands the decoder, the holding of a refused RUN_FINISHED's interrupts and the
+#: warnings of a response that is not what its request expects know no session either.
+SESSION = ["core/naming.py", "core/front.py", "core/thinking.py", "core/held.py", "core/expectations.py",
+           "core/session.py"]
 #: The schema checker: patterns and metaschema tables know nothing of a check; the running check charges
 #: its steps, the guarded keywords charge it, the dialects are built of those keywords, and ``check``
 #: runs a dialect.

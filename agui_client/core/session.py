@@ -36,6 +36,7 @@ from ..wire.types import events as ev
 from ..wire.types import run as rn
 from .budget import COPY_COST, MemoryBudget
 from .chunks import ChunkExpander
+from .expectations import another_run, resume_gaps, run_started_differs
 from .fold import ThreadState
 from .front import FRONT, FrontEnd
 from .held import hold_from_event, hold_from_json
@@ -145,30 +146,7 @@ class RunSession(FrontEnd):
         # response of endless new shapes spends nobody else's (see wire.shapes).
         self._allowance = codec.Allowance()
         if run_input is not None and run_input.resume:
-            self._check_continuity(run_input)
-
-    def _check_continuity(self, run_input: rn.RunAgentInput) -> None:
-        # A resuming run carries the accumulated messages and the state the interrupted run left behind,
-        # as any next run does (IR-21): the agent need keep nothing between runs, so one sent less
-        # continues from a conversation it no longer sees. ``Thread.run`` builds such an input; one built
-        # by hand may not. Warned, not refused: the session does not send, so by the time it is given the
-        # input it may already be on the wire, and an agent that keeps the thread itself may be sent less.
-        held = self.state.input_message_ids()
-        if held:
-            sent = {message.id for message in run_input.messages}
-            missing = [message_id for message_id in held if message_id not in sent]
-            if missing:
-                which = (f"none of the thread's {len(held)} messages" if len(missing) == len(held) else
-                         f"{len(missing)} of the thread's {len(held)} messages (first {quoted_name(missing[0])})")
-                self.warnings.append(StreamWarning(
-                    code="IR-21", message=f"the resuming input carries {which}: the agent continues the "
-                    "interrupted run without them (a resuming input carries the accumulated messages, as "
-                    "Thread.run sends them)", pointer="/messages", run_id=run_input.run_id))
-        if run_input.state in (None, {}) and self._document.value not in (None, {}):
-            self.warnings.append(StreamWarning(
-                code="IR-21", message="the resuming input carries no state while the thread holds the state "
-                "the interrupted run left: the agent continues without it (a resuming input carries it, as "
-                "Thread.run sends it)", pointer="/state", run_id=run_input.run_id))
+            self.warnings.extend(resume_gaps(self.state, run_input))  # (what it leaves out of the thread)
 
     # -- feeding ------------------------------------------------------------------------------------
 
@@ -431,39 +409,19 @@ class RunSession(FrontEnd):
         if self._run_id is not None:
             self._own_warnings()  # (what the thread found so far is the ending run's)
         self._run_id = event.run_id
-        expected = self.run_input
-        # LC-08: recommended, not mandated, so a warning exposing both. Every run is compared, not only
-        # the first: a later run of the same response (or of a recording replayed into a thread) that
-        # names another thread is folded into this one all the same, and its outcome replaces what this
-        # thread waited on, interrupts included; that must not happen unsaid.
-        thread_id, whose = ((expected.thread_id, "the request's") if expected is not None
-                            else (self.state.thread_id, "the thread's"))
-        if thread_id is not None and event.thread_id != thread_id:
-            self._add_warnings([StreamWarning(
-                code="LC-08", message=f"RUN_STARTED threadId {quoted_name(event.thread_id)} differs from {whose} "
-                f"{quoted_name(thread_id)}; the run is folded "
-                "into this thread", pointer="/threadId")], index, event.TYPE)
-        if expected is not None and self.state.run_count == self._first_run_index:
-            if event.run_id != expected.run_id:
-                self._add_warnings([StreamWarning(
-                    code="LC-08", message=f"RUN_STARTED runId {quoted_name(event.run_id)} differs from the request's "
-                    f"{quoted_name(expected.run_id)}", pointer="/runId")], index, event.TYPE)
+        # (a RUN_STARTED naming another thread or run than the request's is said: see run_started_differs)
+        found = run_started_differs(event, self.run_input, self.state, self.state.run_count == self._first_run_index)
+        if found:
+            self._add_warnings(found, index, event.TYPE)
 
     def _another_run(self, event: ev.RunStartedEvent, index: int) -> None:
-        # LC-06 lets a stream hold one run after another (a recording of a conversation), and the second
-        # is read as a run of its own. A response to one request normally holds one run, so there it is
-        # said: the result reports the last run, and the caller may be looking for the first.
+        # (a response to one request normally holds one run: a second is said; see another_run)
         # (the count and the last run, never ``state.runs``: that copies every run of the thread, and a
         # response may hold run after run, so each new one would cost all those before it)
         before = self.state.last_run
         assert before is not None  # (called only once this response has folded a run)
         count = self.state.run_count - self._first_run_index
-        ended = "failed with RUN_ERROR" if before.outcome == "error" else (
-            f"finished ({before.outcome})" if before.outcome is not None else "ended")
-        self._add_warnings([StreamWarning(
-            code="LC-06", message=f"a second run in one response: run {quoted_name(event.run_id)} (run {count + 1} of "
-            f"this response) started after run {quoted_name(before.run_id)} {ended}; one request normally yields "
-            "one run, and the result reports the last", pointer="/runId", run_id=event.run_id)], index, event.TYPE)
+        self._add_warnings([another_run(event, before, count)], index, event.TYPE)
 
     def end(self) -> RunResult:
         """The stream ended: close open chunk lanes, check the run terminated, and return the result.
