@@ -1,10 +1,12 @@
 """The interrupts of a ``RUN_FINISHED`` the session refuses, held open on the thread all the same.
 
 An interrupt outcome says the agent stopped to ask, and the next run must answer or abandon what it
-asked. A session refuses such an event in one of two ways, and neither may lose the interrupts:
+asked. A session refuses such an event in one of three ways, and none may lose the interrupts:
 
 * too malformed to decode (``IR-27``): whatever can be read of them from its JSON (:func:`hold_from_json`);
-* decoded, then refused by a sequence rule (``IR-06`` and its class): as decoded (:func:`hold_from_event`).
+* decoded, then refused by a sequence rule (``IR-06`` and its class): as decoded (:func:`hold_from_event`);
+* decoded, with schemas that would cost the resume answering them too much (``SCHEMA-STEPS``, judged by
+  :func:`costly_schemas`): as decoded, the same way.
 
 Either way the thread holds them open (one per id, the first: the ledger's rule), and the error that
 refuses the event carries them as held (``.interrupts``).
@@ -12,17 +14,20 @@ refuses the event carries them as held (``.interrupts``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProtocolError
+from .._inert import quoted_name
+from ..errors import LimitExceeded, ProtocolError
 from ..wire.jsonio import json_problem
 from ..wire.types import events as ev
 from ..wire.types import run as rn
+from .schema import past_ceiling
 
 if TYPE_CHECKING:
     from .fold import ThreadState
 
-__all__ = ["hold_from_json", "hold_from_event"]
+__all__ = ["hold_from_json", "hold_from_event", "costly_schemas"]
 
 
 def hold_from_json(state: ThreadState, run_id: str | None, raw: dict[str, Any], exc: ProtocolError) -> None:
@@ -63,6 +68,28 @@ def hold_from_event(state: ThreadState, run_id: str | None, event: ev.Event | ev
         asked = event.outcome.interrupts
         state.hold_interrupts(asked, run_id)  # (one per id, the first: the ledger's rule)
         exc.interrupts = state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
+
+
+def costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int) -> LimitExceeded | None:
+    """The refusal of interrupts whose schemas would buy a resume more than ``ceiling`` steps, if they do.
+
+    A resume's allowance grows with its schemas' text (see ``schema.shared_allowance``), so a
+    ``RUN_FINISHED`` of 16 MiB of schemas that multiply their work bought 16 million steps, some
+    9 s of the caller's thread when the interrupts are answered. Measured by the allowance's own
+    arithmetic when the schemas arrive, it is refused as it is read; its interrupts are still held
+    open (:func:`hold_from_event`), and the resume that answers them stays within the ceiling.
+    """
+    asking = [(n, interrupt) for n, interrupt in enumerate(interrupts) if interrupt.response_schema is not None]
+    past = past_ceiling((interrupt.response_schema for _, interrupt in asking), ceiling)
+    if past is None:
+        return None
+    position, steps = past
+    n, interrupt = asking[position]
+    return LimitExceeded(
+        f"the responseSchemas of its interrupts would let a resume spend {steps:,} steps checking answers "
+        f"against them, past the client's max_schema_steps ({ceiling:,}), from interrupt "
+        f"{quoted_name(interrupt.id)}'s on", limit=ceiling, rule="SCHEMA-STEPS",
+        pointer=f"/outcome/interrupts/{n}/responseSchema", interrupt_id=interrupt.id)
 
 
 def _json_object(value: Any) -> dict[str, Any] | None:

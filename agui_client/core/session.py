@@ -19,8 +19,7 @@ from typing import Any
 
 import attrs
 
-from .._inert import quoted_name
-from ..errors import LimitExceeded, ProtocolError, StreamEnded, StreamWarning
+from ..errors import ProtocolError, StreamEnded, StreamWarning
 from ..wire import codec
 from ..wire.derive import MISS
 from ..wire.jsonio import (
@@ -39,13 +38,13 @@ from .chunks import ChunkExpander
 from .expectations import another_run, resume_gaps, run_started_differs
 from .fold import ThreadState
 from .front import FRONT, FrontEnd
-from .held import hold_from_event, hold_from_json
+from .held import costly_schemas, hold_from_event, hold_from_json
 from .naming import CHUNKS, folded_as, type_of, warnings_folded_as
 from .patch import MAX_PATCH_OPS
 from .redact import redact_exception, redact_record
 from .result import RunResult, response_message_ids
 from .roster import Roster
-from .schema import DEFAULT_MAX_SCHEMA_STEPS, past_ceiling
+from .schema import DEFAULT_MAX_SCHEMA_STEPS
 from .thinking import ThinkingReader
 from .verify import RunVerifier
 
@@ -383,7 +382,7 @@ class RunSession(FrontEnd):
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
             elif type(item) is ev.RunFinishedEvent and type(item.outcome) is rn.RunFinishedInterruptOutcome \
                     and self.max_schema_steps is not None:
-                costly = self._costly_schemas(item.outcome.interrupts, self.max_schema_steps)
+                costly = costly_schemas(item.outcome.interrupts, self.max_schema_steps)
                 if costly is not None:
                     self._refuse(costly, index, item)
                     continue
@@ -465,28 +464,6 @@ class RunSession(FrontEnd):
         # (calls restarted after their end, TC-05, are judged at the run's end: a cut is one)
         if messages or verifier.open_tool_call_ids or self._streams.restarted:
             self.state.mark_incomplete(messages, verifier.open_tool_call_ids)
-
-    @staticmethod
-    def _costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int) -> LimitExceeded | None:
-        """The refusal of interrupts whose schemas would buy a resume more than ``ceiling`` steps, if they do.
-
-        A resume's allowance grows with its schemas' text (see ``schema.shared_allowance``), so a
-        ``RUN_FINISHED`` of 16 MiB of schemas that multiply their work bought 16 million steps, some
-        9 s of the caller's thread when the interrupts are answered. Measured by the allowance's own
-        arithmetic when the schemas arrive, it is refused as it is read; its interrupts are still held
-        open (``_refuse``), and the resume that answers them stays within the ceiling.
-        """
-        asking = [(n, interrupt) for n, interrupt in enumerate(interrupts) if interrupt.response_schema is not None]
-        past = past_ceiling((interrupt.response_schema for _, interrupt in asking), ceiling)
-        if past is None:
-            return None
-        position, steps = past
-        n, interrupt = asking[position]
-        return LimitExceeded(
-            f"the responseSchemas of its interrupts would let a resume spend {steps:,} steps checking answers "
-            f"against them, past the client's max_schema_steps ({ceiling:,}), from interrupt "
-            f"{quoted_name(interrupt.id)}'s on", limit=ceiling, rule="SCHEMA-STEPS",
-            pointer=f"/outcome/interrupts/{n}/responseSchema", interrupt_id=interrupt.id)
 
     def _refuse(self, exc: ProtocolError, index: int,
                 event: ev.Event | ev.UnknownEvent) -> list[ev.Event | ev.UnknownEvent]:
