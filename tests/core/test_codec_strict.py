@@ -10,7 +10,6 @@ codec must give one verdict whichever is installed. Rule ids are from the spec's
 from __future__ import annotations
 
 import copy
-import functools
 import gc
 import itertools
 import json
@@ -714,14 +713,15 @@ def test_the_fast_path_builds_every_corpus_sample_exactly_as_the_checked_path(bu
         assert ("ok", built, []) == _checked(sample, cls), name
 
 
-@functools.cache
-def _corruptions() -> list[tuple[str, Any, Any, tuple[str, Any, list[Any]]]]:
+@pytest.fixture(scope="module")
+def corruptions() -> list[tuple[str, Any, Any, tuple[str, Any, list[Any]]]]:
     """Every corruption of every corpus root, with what the checked path makes of it.
 
     Made once for the three ``builders``: neither the corruptions nor the checked path (the converter)
     depend on the fast builders the fixture swaps, and making them was three quarters of each run's time
     (4.4 of 5.8 s of CPU). (A fast path that changed an object it read would give the next ``builders``
-    another corruption than the checked path judged: a failure, never a pass.)
+    another corruption than the checked path judged: a failure, never a pass.) Module-scoped, they are
+    let go when this file's tests end.
     """
     gc.disable()  # (the collector's passes walked every corruption kept so far, at each pass: twice the time)
     try:
@@ -731,10 +731,11 @@ def _corruptions() -> list[tuple[str, Any, Any, tuple[str, Any, list[Any]]]]:
         gc.enable()
 
 
-def test_the_fast_path_never_accepts_a_corruption_the_checked_path_refuses_or_warns_about(builders: str) -> None:
+def test_the_fast_path_never_accepts_a_corruption_the_checked_path_refuses_or_warns_about(
+        corruptions: list[tuple[str, Any, Any, tuple[str, Any, list[Any]]]], builders: str) -> None:
     """Also: every corruption gives a value or a ProtocolError, never a raw Python error."""
     tried = accepted = 0
-    for name, cls, doc, checked in _corruptions():
+    for name, cls, doc, checked in corruptions:
         tried += 1
         built = _fast_or_fallback(doc, cls)
         if built is codec.Fallback:
