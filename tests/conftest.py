@@ -82,6 +82,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before each test, collect what the tests before it left, and freeze what is still alive.
+
+    The collection finish's freeze (above) left out what collection built; what the tests made and kept
+    after it (module fixtures, caches, Hypothesis's state, the modules a test imports) was walked again
+    at every full pass, and every ``gc.collect()`` a test makes walks it whole. Late in a full run beside
+    other work, a test that collects (the memory tests, the leak checks) took 8 to 16 s where it takes
+    0.2 s alone. Frozen at each test's start, a test's ``gc.collect()`` walks only what this test made, and the
+    collection before the freeze costs only what the test before it left (microseconds, most often).
+
+    What this hides, besides what the docstring above says: an object alive when a test starts (a module
+    or session fixture's) that later becomes part of an unreachable cycle is never collected (it is freed
+    at once if no cycle holds it). What a test made and dropped is collected at the next test's start, at
+    the latest, so its ``ResourceWarning`` is still raised.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 # --------------------------------------------------------------------------------------------------
 # drive: one behaviour, one test body, two shells
 # --------------------------------------------------------------------------------------------------

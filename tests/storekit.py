@@ -2,15 +2,33 @@
 optional capabilities (``append``, ``thread_ids``), every call passed to a ``MemoryStore``. Shared by
 the tests of what the library does with such a store (whole saves, no listing).
 
+Beside it, :func:`refused_open`, for the tests of a store that must refuse to open.
+
 (Importable from every test folder: pytest puts this folder on ``sys.path`` for its ``conftest.py``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from agui_client.errors import StoreError
 from agui_client.stores import MemoryStore, StoredThread
+
+
+def refused_open(opening: Callable[[], Any]) -> StoreError:
+    """The ``StoreError`` that ``opening()`` (a store's constructor) raises.
+
+    A store that opens when it should have refused is closed before the test fails: ``pytest.raises``
+    around the constructor would let the store go unclosed, and a PostgreSQL store's connections stay
+    open on the session's one server for the rest of the run.
+    """
+    try:
+        store = opening()
+    except StoreError as exc:
+        return exc
+    store.close()
+    raise AssertionError(f"the store opened, though it should have refused: {store!r}")
 
 
 class BareStore:

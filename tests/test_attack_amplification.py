@@ -8,10 +8,10 @@ asserted: the work is counted.
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import pytest
+from wirekit import sse
 
 from agui_client import AgentClient
 from agui_client.core.fold import ThreadState
@@ -76,7 +76,7 @@ def test_agui_chat_renders_a_bounded_part_of_a_runs_answers_as_markdown(
               *({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": block} for block in blocks[50:]),
               {"type": "TEXT_MESSAGE_END", "messageId": "m2"},
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
-    endpoint = served(_answer(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)))
+    endpoint = served(_answer(sse(*events)))
     rendered: list[int] = []
     markdown = chat._markdown
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from wirekit import sse
 
 from agui_client import RunResult, check_answer, replay
 from agui_client.core import schema as schema_module
@@ -212,10 +213,6 @@ def test_results_named_after_their_parentless_calls_rename_in_bounded_reads() ->
     assert [m.id for m in state.messages][:4] == ["c0.assistant", "c0", "c1.assistant", "c1"]
 
 
-def _sse(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 def _repaired(run_id: str, count: int) -> bytes:
     # ``count`` messages, each with half a UTF-16 pair: one repair warning each (UTF16-SURROGATE).
     body = []
@@ -223,7 +220,7 @@ def _repaired(run_id: str, count: int) -> bytes:
         body += [{"type": "TEXT_MESSAGE_START", "messageId": f"{run_id}-{i}", "role": "assistant"},
                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"{run_id}-{i}", "delta": "\ud800"},
                  {"type": "TEXT_MESSAGE_END", "messageId": f"{run_id}-{i}"}]
-    return _sse({"type": "RUN_STARTED", "threadId": "t", "runId": run_id}, *body,
+    return sse({"type": "RUN_STARTED", "threadId": "t", "runId": run_id}, *body,
                 {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id})
 
 
@@ -453,7 +450,7 @@ def test_a_long_message_re_opened_again_and_again_joins_only_what_each_re_openin
         body += [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": delta},
                  {"type": "TEXT_MESSAGE_END", "messageId": "m"}]
-    result = replay(_sse({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
+    result = replay(sse({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
                          {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}))
     assert sum(joined) <= 4 * (size + 2 * times)  # (before: 500 joins of the whole, 100,000,000 characters)
     text = result.state.messages[-1].content
@@ -555,10 +552,10 @@ def test_a_call_restarted_again_and_again_in_its_run_is_judged_once_more_when_th
     events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *_restarted_call(size, times, "y"), *closing]
     if end == "cut":
         with pytest.raises(StreamEnded) as cut:
-            replay(_sse(*events))
+            replay(sse(*events))
         result = cut.value.result
     else:
-        result = replay(_sse(*events))
+        result = replay(sse(*events))
     assert judged_args == [size + 9, size + 9 + times]  # (before: 401 judgements of the whole)
     call = result.state.messages[-1].tool_calls[0]  # type: ignore[union-attr]
     assert call.function.arguments == '{"a": "' + "x" * size + '"}' + "y" * times
@@ -580,7 +577,7 @@ def test_a_restarted_call_whose_arguments_end_as_json_is_not_warned(judged_args:
               {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "1}"},
               {"type": "TOOL_CALL_END", "toolCallId": "c"},
               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
-    result = replay(_sse(*events))
+    result = replay(sse(*events))
     assert [w.code for w in result.warnings] == ["TC-06/AGUI204", "TC-05/AGUI205"]
     assert result.warnings[0].index == 3  # (the first end's verdict, on what it had)
     assert len(judged_args) == 2
@@ -609,10 +606,10 @@ def test_the_repairs_and_verdicts_of_a_later_run_in_a_response_name_that_run(end
               {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}, *half("m2"), *restarted]
     if end == "cut":
         with pytest.raises(StreamEnded) as cut:
-            replay(_sse(*events))
+            replay(sse(*events))
         result = cut.value.result
     else:
-        result = replay(_sse(*events, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}))
+        result = replay(sse(*events, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}))
     repairs = [(w.run_id, w.message) for w in result.warnings if w.code == "UTF16-SURROGATE"]
     assert [(run_id, "'m1'" in text, "'m2'" in text) for run_id, text in repairs] == [
         ("r1", True, False), ("r2", False, True)]

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from test_attack_io import Raw
+from wirekit import whole_run
 
 import agui_client as ag
 from agui_client._connections import _TO_THE_PARSER, check_end
@@ -35,16 +36,6 @@ def raw() -> Iterator[Raw]:
 
 def _head(*headers: bytes, status: bytes = b"200 OK") -> bytes:
     return b"HTTP/1.1 " + status + b"\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
-
-
-def _events(run_id: str, text: str) -> bytes:
-    """A whole run saying ``text``."""
-    start = {"type": "RUN_STARTED", "threadId": "t", "runId": run_id}
-    events = [start, {"type": "TEXT_MESSAGE_START", "messageId": f"m-{run_id}", "role": "assistant"},
-              {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m-{run_id}", "delta": text},
-              {"type": "TEXT_MESSAGE_END", "messageId": f"m-{run_id}"},
-              {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
 
 async def _request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
@@ -70,7 +61,7 @@ async def _run_id(reader: asyncio.StreamReader) -> str | None:
 
 #: What the agent writes after its answer's end, in the same write: a whole forged answer to the next
 #: request, or bytes that are no answer at all.
-FORGED = _head(SSE_HEAD, b"content-length: %d" % len(_events("r2", "FORGED"))) + _events("r2", "FORGED")
+FORGED = _head(SSE_HEAD, b"content-length: %d" % len(whole_run("r2", "FORGED"))) + whole_run("r2", "FORGED")
 GARBAGE = b"data: the rest of an event\n\n"
 
 
@@ -84,7 +75,7 @@ def test_bytes_past_an_answers_end_never_reach_the_next_run(drive: Any, raw: Raw
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while (run_id := await _run_id(reader)) is not None:
             raw.notes.append(run_id)
-            body = _events(run_id, f"answer to {run_id}")
+            body = whole_run(run_id, f"answer to {run_id}")
             if framing == "chunked":
                 answer = _head(SSE_HEAD, b"transfer-encoding: chunked") + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
             else:
@@ -109,7 +100,7 @@ def test_an_httpx_without_the_parser_where_it_was_leaves_the_connection_unchecke
     # one must find the connection not checked (kept, as httpx keeps it), never fail the run's close.
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while await _request(reader) is not None:
-            body = _events("r1", "hi")
+            body = whole_run("r1", "hi")
             writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body + GARBAGE)
             await writer.drain()
 
@@ -169,7 +160,7 @@ def _seeing_other(raw: Raw, hop: bytes | None = None) -> Any:
             elif hop is not None and line.startswith(b"GET /runs/r "):
                 writer.write(_head(b"location: /runs/r/events", b"content-length: 0", status=hop))
             else:
-                body = _events("r", "over here")
+                body = whole_run("r", "over here")
                 writer.write(_head(SSE_HEAD, b"content-length: %d" % len(body)) + body)
             await writer.drain()
     return agent
@@ -278,7 +269,7 @@ def test_a_redirected_resume_is_sent_nowhere_else_and_never_again(drive: Any, se
 
 @pytest.mark.parametrize("coding", [b"gzip, gzip", b"br", b"zstd", b"x-unknown"])
 def test_a_content_coding_refused_names_the_run(drive: Any, raw: Raw, coding: bytes) -> None:
-    body = _events("r", "hi")
+    body = whole_run("r", "hi")
 
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _run_id(reader)
@@ -301,7 +292,7 @@ def test_an_event_stream_naming_another_charset_is_read_as_utf8_and_says_so(driv
     # An event stream is UTF-8 whatever it names: one written in UTF-16 reads as no events, and the run
     # ended as StreamEnded ("no run started") with nothing to say why.
     encoding = "utf-16-le" if charset == "utf-16" else "utf-8"
-    body = _events("r", "hi").decode().encode(encoding)
+    body = whole_run("r", "hi").decode().encode(encoding)
 
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _run_id(reader)
@@ -330,7 +321,7 @@ def test_an_event_stream_naming_another_charset_is_read_as_utf8_and_says_so(driv
                                      # (a label is read as WHATWG reads one: spaces around it, any case)
                                      b'; charset=" Unicode-1-1-UTF-8 "', b"; charset=utf-8-sig"])
 def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: Any, raw: Raw, charset: bytes) -> None:
-    body = _events("r", "hi")
+    body = whole_run("r", "hi")
 
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _run_id(reader)
@@ -346,7 +337,7 @@ def test_an_event_stream_in_utf8_or_naming_none_has_no_charset_warning(drive: An
 
 
 #: A run cut inside its second event (a text message started, its delta half written).
-CUT = _events("r", "hello")[: _events("r", "hello").index(b"hello") + 2]
+CUT = whole_run("r", "hello")[: whole_run("r", "hello").index(b"hello") + 2]
 
 
 def _then_reset(*writes: bytes) -> Any:
@@ -384,7 +375,7 @@ def test_a_reset_mid_stream_is_stream_ended_with_what_was_folded(drive: Any, raw
     b"HTTP/1.0",  # (marks an HTTP/1.0 answer whose body ends when the agent closes)
 ], ids=["100-continue", "103-early-hints-with-links", "http-1.0-close-delimited"])
 def test_informational_answers_and_close_delimited_bodies_are_read(drive: Any, raw: Raw, before: bytes) -> None:
-    body = _events("r", "hi")
+    body = whole_run("r", "hi")
     if before == b"HTTP/1.0":
         answer = b"HTTP/1.0 200 OK\r\n" + SSE_HEAD + b"\r\n\r\n" + body
     else:

@@ -10,13 +10,13 @@ shells), so the fuzzer stays alive; the last checks that a seed makes the same c
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from wirekit import request_body, sse
 
 from agui_client.stores import MemoryStore, SqliteStore
 from tools.differential import mutate, mutations
@@ -24,15 +24,10 @@ from tools.differential import mutate, mutations
 SSE = [(b"content-type", b"text/event-stream")]
 
 
-def _frames(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
-
-
 def _answer(body: bytes) -> Any:
     """An ASGI agent answering every request with ``body``, one frame per send (as a producer streams)."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        while (await receive()).get("more_body"):
-            pass
+        await request_body(receive)  # (the request, read whole and let go)
         await send({"type": "http.response.start", "status": 200, "headers": SSE})
         for frame in body.split(b"\n\n")[:-1]:
             await send({"type": "http.response.body", "body": frame + b"\n\n", "more_body": True})
@@ -48,7 +43,7 @@ def _store(kind: str, tmp_path: Path) -> Any:
 # 1. A response of several runs, read as a stream: every run's end is saved
 # --------------------------------------------------------------------------------------------------
 
-TWO_RUNS = _frames(
+TWO_RUNS = sse(
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
     {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"},
@@ -93,7 +88,7 @@ def test_a_state_patch_whose_op_is_not_a_string_is_skipped_with_a_warning(
         drive: Any, served: Callable[[Any], Any], op: dict[str, Any]) -> None:
     # The run failed with UK-05 where an unknown op name ("merge") is skipped with an SP-07 warning, and
     # where the reference client drops the operation and goes on (golden state-delta-op-not-string).
-    body = _frames(
+    body = sse(
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
         {"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}},
         {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/b", "value": 2}, op]},
@@ -120,7 +115,7 @@ def test_snapshot_members_without_a_string_tag_are_dropped_with_warnings(
     # The run failed with UK-05 where a message of an unknown role ("wizard") is dropped with MS-05 and a
     # part of an unknown type with UK-04, and where the reference client drops these too (golden
     # messages-snapshot-untagged-members).
-    body = _frames(
+    body = sse(
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
         {"type": "MESSAGES_SNAPSHOT", "messages": [
             {"id": "x1", "content": "no role"}, {"id": "x2", "role": ["user"], "content": "a list"},

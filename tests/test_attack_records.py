@@ -15,7 +15,6 @@ server and through Python's own warning display. Each failed before its fix (CHA
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import sys
@@ -28,6 +27,7 @@ import pytest
 import redis
 from ag_ui.core import ResumeEntry as Browsers
 from clikit import agui_here
+from wirekit import request_body, sse
 
 from agui_client import AguiWarning, ConcurrentResume, StoreError, StreamWarning, ThreadState, decode_event
 from agui_client.ag_ui import from_ag_ui
@@ -223,14 +223,9 @@ def test_agui_run_on_a_thread_file_with_a_trigger_stops_before_sending(served: A
 # --------------------------------------------------------------------------------------------------
 
 
-def _frames(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
-
-
 def _answering(body: bytes) -> Any:
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        while (await receive()).get("more_body"):
-            pass
+        await request_body(receive)  # (the request, read whole and let go)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body", "body": body, "more_body": False})
@@ -241,7 +236,7 @@ def test_a_runs_warnings_name_the_agents_keys_and_types_escaped(drive: Any, serv
     # "[UK-03] run 'r', event #1, TEXT_MESSAGE_START, at /<ESC>]52;..." : the detail was escaped, the
     # location not; an unknown type was written raw the same way.
     long_key = "k" * 200_000
-    body = _frames(
+    body = sse(
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
         {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant", HOSTILE: 1, long_key: 2},
         {"type": "X" + HOSTILE},

@@ -22,6 +22,7 @@ from clikit import AGUI, ENV, Ran, agui_each_in_one_process, agui_here
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from wirekit import request_body, request_json, sse
 
 import agui_client as ag
 from agui_client.cli import forms
@@ -90,20 +91,10 @@ TOKEN = "sk-live-7f3a9c1e5b2d4f60"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def _request_json(receive: Any) -> Any:
-    """The JSON body of the request an ASGI agent is answering."""
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            return json.loads(body)
-
-
 def _echoing(shape: str) -> Any:
     """An agent that puts the request's bearer token where ``shape`` says."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = await _request_json(receive)
+        request = await request_json(receive)
         token = dict(scope["headers"])[b"authorization"].decode().partition(" ")[2]
         thread_id = request["threadId"]
         headers = [(b"content-type", b"text/event-stream")]
@@ -127,7 +118,7 @@ def _echoing(shape: str) -> Any:
             events.append({"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id})
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body",
-                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+                    "body": sse(*events)})
     return app
 
 
@@ -344,7 +335,7 @@ def test_the_chats_export_keeps_the_agents_state_and_names_inert(tmp_path: Path,
 def _interrupting(count: int) -> Any:
     """An agent raising ``count`` interrupts whose ids carry line ends, each asking for a field of its own."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = await _request_json(receive)
+        request = await request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         interrupts = [{"id": f"q{n}\nrun finished: success", "reason": "input", "responseSchema": {
             "type": "object", "required": [f"field{n}"], "properties": {f"field{n}": {"type": "string"}}}}
@@ -353,7 +344,7 @@ def _interrupting(count: int) -> Any:
                   {"type": "RUN_FINISHED", **ids, "outcome": {"type": "interrupt", "interrupts": interrupts}}]
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body",
-                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+                    "body": sse(*events)})
     return app
 
 
@@ -473,8 +464,7 @@ def test_a_failed_tool_handlers_log_line_keeps_no_credential_the_agent_echoed(
 
 def _malformed() -> Any:
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        while (await receive()).get("more_body"):
-            pass
+        await request_body(receive)  # (the request, read whole and let go)
         token = dict(scope["headers"])[b"authorization"].partition(b" ")[2]
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body", "body": b'data: {"type": "RUN_STARTED", ' + token + b"\n\n"})

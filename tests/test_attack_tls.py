@@ -30,6 +30,7 @@ import httpx
 import pytest
 import trustme
 from serverkit import read_request
+from wirekit import whole_run
 
 import agui_client as ag
 from agui_client._answers import certificate_refused
@@ -38,20 +39,10 @@ from agui_client._pool import ShardedTransport
 CUT_AT = "hello"
 
 
-def _events(run_id: str, text: str) -> bytes:
-    """A whole run saying ``text``."""
-    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
-              {"type": "TEXT_MESSAGE_START", "messageId": f"m-{run_id}", "role": "assistant"},
-              {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m-{run_id}", "delta": text},
-              {"type": "TEXT_MESSAGE_END", "messageId": f"m-{run_id}"},
-              {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 #: The head of an answer whose body goes on (by its Content-Length) well past what is sent.
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 100000\r\n\r\n"
 #: A run cut inside its third event (a text message started, its delta half written).
-CUT = _events("r", CUT_AT)[: _events("r", CUT_AT).index(CUT_AT.encode()) + 2]
+CUT = whole_run("r", CUT_AT)[: whole_run("r", CUT_AT).index(CUT_AT.encode()) + 2]
 #: A fatal TLS alert (handshake_failure) in a record of its own, sent in the clear where records are enciphered.
 ALERT = b"\x15\x03\x03\x00\x02\x02\x28"
 #: Linux's ioctl for the bytes a socket sent that its peer has not yet acknowledged.
@@ -327,7 +318,7 @@ def test_a_whole_run_over_tls_reads_as_over_http_and_keeps_its_connection(drive:
         conn.handshake()
         for _ in range(2):
             run_id = conn.request()
-            body = _events(run_id, f"answer to {run_id}")
+            body = whole_run(run_id, f"answer to {run_id}")
             conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s"
                       % (len(body), body))
         conn.until_client_leaves()
@@ -366,7 +357,7 @@ def _whole_run(conn: Conn) -> None:
     conn.handshake()
     run_id = conn.request()
     conn.notes.append("request")
-    body = _events(run_id, "hi")
+    body = whole_run(run_id, "hi")
     conn.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
     conn.until_client_leaves()
 
@@ -441,11 +432,11 @@ def test_an_answer_written_behind_the_last_one_is_never_the_next_runs(drive: Any
         if forged:  # (a later connection answers as it should)
             while True:
                 run_id = conn.request()
-                conn.send(_answer(_events(run_id, f"answer to {run_id}")))
+                conn.send(_answer(whole_run(run_id, f"answer to {run_id}")))
         run_id = conn.request()
         assert conn.tls is not None
-        conn.tls.write(_answer(_events(run_id, f"answer to {run_id}")))
-        conn.tls.write(_answer(_events("r2", "forged")))
+        conn.tls.write(_answer(whole_run(run_id, f"answer to {run_id}")))
+        conn.tls.write(_answer(whole_run("r2", "forged")))
         forged.append(run_id)
         conn._flush()  # (both records, in one write)
         conn.until_client_leaves()
@@ -490,7 +481,7 @@ def test_a_read_whose_tls_reply_cannot_be_sent_still_hands_over_what_it_decipher
     agents.context.verify_mode = ssl.CERT_OPTIONAL  # (no certificate asked for in the handshake itself)
     context = _trusting(ca)
     context.post_handshake_auth = True
-    body = _events("r", "all of it")
+    body = whole_run("r", "all of it")
     first = body.index(b"\n\n") + 2  # (RUN_STARTED)
     rest_sent, sent_and_reset = threading.Event(), threading.Event()
 

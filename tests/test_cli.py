@@ -21,6 +21,7 @@ from typing import Any
 import pexpect
 import pytest
 from clikit import ENV, YES_NO_ASKED, Ran, agui_here, agui_process
+from wirekit import request_json, sse_text
 
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start
 from agui_client.types import RunErrorEvent
@@ -33,10 +34,6 @@ def agui(*args: str, stdin: str | None = None) -> Ran:
 
 def _jsonl(*events: dict[str, Any]) -> str:
     return "".join(json.dumps(e) + "\n" for e in events)
-
-
-def _sse(*events: dict[str, Any]) -> str:
-    return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -362,11 +359,11 @@ def test_run_that_ends_with_run_error_exits_1_and_shows_the_error(served: Callab
 def _echoing_credentials(status: int) -> Callable[..., Any]:
     """An agent that repeats the request's credentials: in a 403 body, or in a stream's RUN_ERROR."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         headers = {name.decode(): value.decode() for name, value in scope["headers"]}
         echoed = f"you sent {headers['authorization']} and key {headers['x-api-key']}"
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
-        body = echoed if status != 200 else _sse({"type": "RUN_STARTED", **ids},
+        body = echoed if status != 200 else sse_text({"type": "RUN_STARTED", **ids},
                                                  {"type": "RUN_ERROR", "message": echoed})
         kind = b"text/plain" if status != 200 else b"text/event-stream"
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
@@ -441,7 +438,7 @@ def test_run_usage_problems_exit_2() -> None:
 # agui replay / agui verify
 # --------------------------------------------------------------------------------------------------
 
-INTERRUPTED = _sse(
+INTERRUPTED = sse_text(
     {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
     {"type": "STATE_SNAPSHOT", "snapshot": {"step": "asking"}},
     {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},

@@ -24,6 +24,7 @@ import pexpect
 import pytest
 from clikit import ENV, Ran, agui_here, agui_process
 from serverkit import free_port
+from wirekit import sse_text
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import ANSWER_SCHEMA, Disconnect, Finish, Gate, ScriptedAgent, Start, Wait, text_message
@@ -332,10 +333,6 @@ def test_what_yes_fills_and_what_it_leaves_to_a_person() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _sse(*events: dict[str, Any]) -> str:
-    return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
-
-
 @pytest.mark.parametrize("form", ["sse", "jsonl"])
 def test_replay_names_the_line_and_byte_of_the_event_that_breaks_the_protocol(tmp_path: Path, form: str) -> None:
     # replay named the event's number only; in a capture of thousands of lines, finding it meant
@@ -343,7 +340,7 @@ def test_replay_names_the_line_and_byte_of_the_event_that_breaks_the_protocol(tm
     events = [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
               {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
               {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}]
-    text = _sse(*events) if form == "sse" else "".join(json.dumps(e) + "\n" for e in events)
+    text = sse_text(*events) if form == "sse" else "".join(json.dumps(e) + "\n" for e in events)
     capture = tmp_path / f"broken.{form}"
     capture.write_text(text)
     offset = text.index('{"type": "TEXT_MESSAGE_CONTENT"') - (len("data: ") if form == "sse" else 0)
@@ -361,7 +358,7 @@ def test_replay_names_the_line_and_byte_of_the_event_that_breaks_the_protocol(tm
 def test_verify_reports_a_refused_run_finished_once_with_its_line_and_byte_offset(tmp_path: Path) -> None:
     started = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
     capture = tmp_path / "open.sse"
-    capture.write_text(_sse(started, {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    capture.write_text(sse_text(started, {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
                             {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}))
     third = capture.read_text().index('data: {"type": "RUN_FINISHED"')
 
@@ -378,7 +375,7 @@ def test_verify_reports_a_refused_run_finished_once_with_its_line_and_byte_offse
 
 def test_verify_places_a_finding_at_the_end_of_the_file(tmp_path: Path) -> None:
     capture = tmp_path / "cut.sse"
-    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}))
+    capture.write_text(sse_text({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}))
 
     report = json.loads(agui("verify", "--json", str(capture)).stdout)
 
@@ -390,7 +387,7 @@ def test_verify_lists_the_repairs_replay_reports(tmp_path: Path) -> None:
     # A lone UTF-16 half in a text delta is repaired when the text is joined (no event index): replay()
     # reports it, and so does verify, at the end of the file.
     capture = tmp_path / "half.sse"
-    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    capture.write_text(sse_text({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
                             {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
                             {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a\ud83d"},
                             {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
@@ -422,7 +419,7 @@ def test_verify_of_a_recording_folder_judges_each_run_in_the_thread_it_continued
     # The resume's response: its RUN_STARTED names another run than its request (a warning only a
     # run read with its request can give), then a delta for a message nobody started (an error).
     resumed = json.loads((tmp_path / "02.request.json").read_text())
-    (tmp_path / "02.sse").write_text(_sse(
+    (tmp_path / "02.sse").write_text(sse_text(
         {"type": "RUN_STARTED", "threadId": resumed["threadId"], "runId": "someone-else"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"},
         {"type": "RUN_FINISHED", "threadId": resumed["threadId"], "runId": "someone-else"}))
@@ -478,7 +475,7 @@ def test_replay_of_a_folder_names_the_exchange_that_breaks_the_protocol(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     endpoint = served(ScriptedAgent.demo())
     assert agui("run", endpoint.url, "-m", "delete staging", "--yes", "--record", str(tmp_path)).returncode == 0
-    (tmp_path / "02.sse").write_text(_sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}))
+    (tmp_path / "02.sse").write_text(sse_text({"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"}))
 
     broken = agui("replay", str(tmp_path))
 
@@ -538,7 +535,7 @@ def test_replay_json_and_verify_of_a_run_cut_before_its_end_say_it_ends_after_th
 
 def test_replay_of_a_recording_cut_after_an_event_of_an_unknown_type_names_that_type(tmp_path: Path) -> None:
     capture = tmp_path / "cut.sse"
-    capture.write_text(_sse({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}, {"type": "VENDOR_NOTE"}))
+    capture.write_text(sse_text({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}, {"type": "VENDOR_NOTE"}))
 
     shown = agui("replay", str(capture))
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from wirekit import sse as frames
 
 import agui_client as ag
 
@@ -30,10 +31,6 @@ def router() -> Iterator[respx.Router]:
     mock = respx.Router(assert_all_called=True, assert_all_mocked=True)
     yield mock
     mock.assert_all_called()
-
-
-def frame(event: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(event).encode() + b"\n\n"
 
 
 def ids(request: httpx.Request) -> dict[str, str]:
@@ -92,12 +89,12 @@ def test_breaking_out_of_the_events_closes_the_response_and_stops_folding(
         run = ids(request)
 
         def chunks() -> Iterator[bytes]:
-            yield frame({"type": "RUN_STARTED", **run})
-            yield frame({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+            yield frames({"type": "RUN_STARTED", **run})
+            yield frames({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
             for n in range(100):
-                yield frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"w{n} "})
-            yield frame({"type": "TEXT_MESSAGE_END", "messageId": "m1"})
-            yield frame({"type": "RUN_FINISHED", **run})
+                yield frames({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"w{n} "})
+            yield frames({"type": "TEXT_MESSAGE_END", "messageId": "m1"})
+            yield frames({"type": "RUN_FINISHED", **run})
 
         bodies.append(drive.body(chunks))
         return sse(bodies[-1])
@@ -131,7 +128,7 @@ def test_a_gigabyte_event_is_refused_at_the_size_limit_in_bounded_memory(
         run = ids(request)
 
         def chunks() -> Iterator[bytes]:
-            yield frame({"type": "RUN_STARTED", **run})
+            yield frames({"type": "RUN_STARTED", **run})
             yield b'data: {"type":"CUSTOM","name":"big","value":"'
             for _ in range(GiB // len(piece)):
                 yield piece
@@ -168,9 +165,9 @@ def test_a_read_error_mid_run_ends_the_stream_keeping_what_was_folded(drive: Any
         run = ids(request)
 
         def chunks() -> Iterator[bytes]:
-            yield frame({"type": "RUN_STARTED", **run})
-            yield frame({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
-            yield frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "partial"})
+            yield frames({"type": "RUN_STARTED", **run})
+            yield frames({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+            yield frames({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "partial"})
             raise httpx.ReadError("connection reset by peer")
 
         return sse(drive.body(chunks))

@@ -107,10 +107,35 @@ def test_a_port_nothing_listens_on_asks_whether_the_agent_runs_there(drive: Any,
     assert str(refused).endswith(" (is the agent running, and listening on this host and port?)")
 
 
-def test_a_host_name_that_does_not_resolve_is_said_to_be_one(drive: Any) -> None:
+@pytest.fixture
+def unresolvable(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A name, ``agent.invalid``, that the resolver refuses as a real one refuses a name it cannot find,
+    and the list of the times it was asked.
+
+    The machine's resolver is not asked: the suite reaches nothing beyond 127.0.0.1, and a resolver's
+    answer for a name depends on the network it can reach. Both
+    shells ask ``socket.getaddrinfo``: the sync one directly, asyncio's loop through its executor, which
+    looks the function up in the module at each call, so one patch covers them and everything between
+    the URL and the error is the client's own path.
+    """
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "agent.invalid":
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return asked
+
+
+def test_a_host_name_that_does_not_resolve_is_said_to_be_one(drive: Any, unresolvable: list[str]) -> None:
     unresolved = _unreachable(drive, "http://agent.invalid/run")
 
     assert str(unresolved).endswith(" (the host name does not resolve: is it spelt right?)")
+    assert unresolvable == ["agent.invalid"]  # (the client asked the resolver, which refused the name)
 
 
 def test_https_to_a_plain_http_agent_asks_for_http(drive: Any, served: Callable[[Any], Any]) -> None:

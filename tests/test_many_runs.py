@@ -19,6 +19,7 @@ from typing import Any
 import certifi
 import httpx
 import pytest
+from wirekit import request_body
 
 import agui_client as ag
 from agui_client import _tls
@@ -34,12 +35,7 @@ async def _held_open(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Answers a run with RUN_STARTED (its own ids), then holds the response open until the client leaves."""
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await request_body(receive)
     sent = json.loads(body)
     started = {"type": "RUN_STARTED", "threadId": sent["threadId"], "runId": sent["runId"]}
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
@@ -189,12 +185,7 @@ def test_store_writes_run_on_the_loop_for_memory_and_in_a_worker_otherwise(
 async def _finishing(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await request_body(receive)
     sent = json.loads(body)
     ids = {"threadId": sent["threadId"], "runId": sent["runId"]}
     frames = [{"type": "RUN_STARTED", **ids}, {"type": "RUN_FINISHED", **ids}]

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 from clikit import agui_here
+from wirekit import sse
 
 import agui_client as ag
 from agui_client.core.patch import MAX_PATCH_OPS
 from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
 
-
-def _sse(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events)
+_sse = partial(sse, compact=True)  # (compact JSON, as producers write it)
 
 
 def _adds(count: int, prefix: str) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from wirekit import request_body
 
 from agui_client.testing import (
     CHECKS,
@@ -569,10 +570,7 @@ def only_uuid_threads(agent: Any) -> Any:
         if scope["type"] != "http":
             await agent(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body, more = body + message.get("body", b""), message.get("more_body", False)
+        body = await request_body(receive)
         try:
             uuid.UUID(json.loads(body)["threadId"])
         except ValueError:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from wirekit import request_json
 
 from agui_client import AgentClient, HTTPStatusError
 from agui_client.testing import (
@@ -122,7 +123,7 @@ def test_recording_starts_and_stops_mid_session_and_a_folder_is_continued(
 def test_a_gzip_encoded_response_is_kept_as_the_event_stream_the_client_read(
         served: Callable[[Any], Any], tmp_path: Path) -> None:
     async def gzipped(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         body = "".join(f"data: {json.dumps(e)}\n\n" for e in (
             {"type": "RUN_STARTED", **ids}, {"type": "RUN_FINISHED", **ids})).encode()

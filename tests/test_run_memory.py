@@ -11,10 +11,12 @@ import asyncio
 import gc
 import json
 import tracemalloc
+from functools import partial
 from typing import Any
 
 import pytest
 from clikit import agui_here
+from wirekit import sse
 
 import agui_client as ag
 from agui_client.client import DEFAULT_MAX_RUN_MEMORY
@@ -27,8 +29,7 @@ from agui_client.wire.sink import WARNINGS_PER_CODE
 LIMIT = 4 * 2**20
 
 
-def _sse(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events)
+_sse = partial(sse, compact=True)  # (compact JSON, as producers write it: the byte counts below are of it)
 
 
 def _tool_calls(count: int) -> bytes:

@@ -12,12 +12,12 @@ the thread holds (tracemalloc), and the refusal to the read that widened.
 from __future__ import annotations
 
 import gc
-import json
 import tracemalloc
 from typing import Any
 
 import orjson
 import pytest
+from wirekit import sse
 
 import agui_client as ag
 from agui_client.core.budget import WIDE, MemoryBudget
@@ -31,8 +31,8 @@ READ = 65536
 
 
 def _sse(*events: dict[str, Any], ascii_only: bool = False) -> bytes:
-    return b"".join(b"data: " + json.dumps(e, separators=(",", ":"), ensure_ascii=ascii_only).encode() + b"\n\n"
-                    for e in events)
+    """Compact JSON, its text as UTF-8 unless ``ascii_only`` (the widths below are of these bytes)."""
+    return sse(*events, compact=True, ensure_ascii=ascii_only)
 
 
 def _pieces(text: str, size: int) -> list[str]:

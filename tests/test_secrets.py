@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, quote, quote_plus
 import attrs
 import httpx
 import pytest
+from wirekit import request_json, sse
 
 import agui_client as ag
 from agui_client._answers import ERROR_BODY_LIMIT
@@ -105,7 +106,7 @@ def echoing(status: int, content_type: str, *, as_json: bool = False) -> Callabl
 def echoing_stream() -> Callable[..., Any]:
     """A good event stream whose warnings, subagent error and run error repeat the request."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         echoed = echo_text(scope)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         events: list[dict[str, Any]] = [
@@ -116,7 +117,7 @@ def echoing_stream() -> Callable[..., Any]:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body",
-                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+                    "body": sse(*events)})
     return app
 
 
@@ -256,7 +257,7 @@ def test_a_malformed_event_that_echoes_the_request_is_a_protocol_error_without_t
     drive: Any, served: Any, case: Case
 ) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         started = {"type": "RUN_STARTED", "threadId": request["threadId"], "runId": request["runId"]}
         key = json.dumps(echo_text(scope))
         bad = f'{{"type": "CUSTOM", "name": "x", "value": 1, {key}: 1, {key}: 2}}'  # (a key given twice)
@@ -346,7 +347,7 @@ def test_a_run_error_holding_the_token_as_wide_bytes_read_one_a_character_is_red
     wide = TOKEN.encode(coding).decode("latin-1")
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         events = [{"type": "RUN_STARTED", **ids}, {"type": "RUN_ERROR", "message": f"refused {wide}"}]
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
@@ -409,7 +410,7 @@ def test_the_conversation_is_left_as_the_agent_wrote_it(drive: Any, served: Any)
     # Redaction reaches what the client reports, not the conversation: a message is the agent's words,
     # kept and sent back on the next run as they were.
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         events = [{"type": "RUN_STARTED", **ids},
                   {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
@@ -417,7 +418,7 @@ def test_the_conversation_is_left_as_the_agent_wrote_it(drive: Any, served: Any)
                   {"type": "TEXT_MESSAGE_END", "messageId": "m1"}, {"type": "RUN_FINISHED", **ids}]
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body",
-                    "body": b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)})
+                    "body": sse(*events)})
 
     endpoint = served(app)
 

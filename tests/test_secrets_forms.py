@@ -25,6 +25,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from wirekit import request_json
 
 import agui_client as ag
 from agui_client.testing import RecordingTransport
@@ -253,7 +254,7 @@ def test_a_recording_keeps_no_escaped_form_of_the_token(tmp_path: Any, served: A
     echoes = [TOKEN.encode().hex(), ESCAPED["go-json"], ESCAPED["mixed"]]
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         ids = {"threadId": request["threadId"], "runId": request["runId"]}
         events = [{"type": "RUN_STARTED", **ids}]
         frames = [f"data: {json.dumps(events[0])}\n\n"]
@@ -395,7 +396,7 @@ def test_a_token_past_ascii_written_with_escapes_mixed_is_redacted_in_the_error_
         assert echo not in said(error) and f"denied for {MARK}!" in error.body
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        request = json.loads((await receive())["body"])
+        request = await request_json(receive)
         started = {"type": "RUN_STARTED", "threadId": request["threadId"], "runId": request["runId"]}
         # (written as the agent's encoder wrote it: the escapes are in the bytes, not made by json.dumps)
         failed = 'data: {"type": "RUN_ERROR", "message": "no ' + " or ".join(echoes) + '"}\n\n'

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from wirekit import request_body
 
 import agui_client as ag
 from agui_client.testing import (
@@ -91,12 +92,7 @@ def test_a_probe_reports_junit_and_failed_assertion_write_the_agents_control_cha
 async def _echoing(scope: Any, receive: Any, send: Any, *, odd: bool = False) -> None:
     """An agent whose every reply, and the state it sets, repeat the request's ``X-Api-Key`` (with ``odd``,
     beside a lone surrogate, which JSON's escapes can write and UTF-8 cannot)."""
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await request_body(receive)
     run_input = json.loads(body)
     key = dict(scope["headers"])[b"x-api-key"].decode()
     ids = {"threadId": run_input["threadId"], "runId": run_input["runId"]}

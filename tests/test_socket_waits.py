@@ -30,6 +30,7 @@ import anyio
 import httpcore
 import pytest
 from serverkit import read_request
+from wirekit import sse
 
 from agui_client import AsyncAgentClient
 from agui_client._sockets import SocketStream, connect_tcp
@@ -111,7 +112,7 @@ def _request(conn: socket.socket) -> str:
 def _answer(run_id: str) -> bytes:
     events = [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
               {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
-    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    body = sse(*events)
     # (no "Connection: close": to the client the connection stays open for the next run)
     return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
 

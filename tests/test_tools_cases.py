@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,10 @@ def test_a_golden_event_nested_past_the_limit_is_mutated_whole() -> None:
     assert copies > 0
 
 
+#: How long the two differential workers below may take together, imports included (seconds).
+WORKER_TIMEOUT = 60
+
+
 def test_a_cut_value_reads_the_same_from_two_workers(tmp_path: Path) -> None:
     # A long value quoted in an error message is cut and ends in a digest keyed per process: the same
     # case folded by two workers (as `--base` folds it, one per tree) read as a difference in talk-1856
@@ -50,11 +55,22 @@ def test_a_cut_value_reads_the_same_from_two_workers(tmp_path: Path) -> None:
     source = tmp_path / "cases.jsonl"
     source.write_text(json.dumps({"name": "long-role", "runs": runs, "framing": "jsonl"}) + "\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
-    written = []
-    for n in range(2):
-        target = tmp_path / f"folded-{n}.jsonl"
-        subprocess.run([sys.executable, str(ROOT / "tools" / "differential" / "worker.py"), str(source), str(target)],
-                       env=env, check=True, cwd=str(ROOT))
-        written.append(target.read_text(encoding="utf-8"))
+    targets = [tmp_path / f"folded-{n}.jsonl" for n in range(2)]
+    # The two workers run side by side: each spends nearly all its time importing agui_client (the fold
+    # of one case is instant), 0.7 s of CPU, and one after the other they waited twice for a busy
+    # machine's cores. Both together are given WORKER_TIMEOUT, half the suite's 120 s per test, so a
+    # hung worker fails this test naming its command, with margin, before the suite's timeout stops it.
+    workers = [subprocess.Popen([sys.executable, str(ROOT / "tools" / "differential" / "worker.py"), str(source),
+                                 str(target)], env=env, cwd=str(ROOT)) for target in targets]
+    deadline = time.monotonic() + WORKER_TIMEOUT
+    try:
+        for worker in workers:
+            assert worker.wait(timeout=max(0.0, deadline - time.monotonic())) == 0, worker.args
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    written = [target.read_text(encoding="utf-8") for target in targets]
     assert "...#" in written[0]  # the value was cut, so its digest was written
     assert written[0] == written[1]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from patch_oracle import reference_apply
+from wirekit import sse
 
 from agui_client import (
     AssistantMessage,
@@ -1346,7 +1347,7 @@ def test_metadata_merged_event_by_event_never_changes_what_was_already_read(kind
 def _activity_run(run_id: str, *events: dict[str, Any]) -> bytes:
     body = [{"type": "RUN_STARTED", "threadId": "t", "runId": run_id}, *events,
             {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id}]
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in body)
+    return sse(*body)
 
 
 _PLAN = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {"steps": [1]}}

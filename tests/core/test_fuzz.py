@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from wirekit import sse
 
 from agui_client import AguiError, RunSession, ThreadState, encode, replay
 from agui_client.wire.jsonio import dump_json
@@ -88,16 +89,12 @@ streams = st.lists(events(), max_size=25).map(lambda evs: [{"type": "RUN_STARTED
                                                               *evs])
 
 
-def _sse(evs: list[dict[str, Any]]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode("utf-8", "surrogatepass") + b"\n\n" for e in evs)
-
-
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams)
 def test_any_stream_gives_a_fold_or_a_typed_error(evs: list[dict[str, Any]]) -> None:
     thread = ThreadState()
     try:
-        replay(_sse(evs), state=thread)
+        replay(sse(*evs), state=thread)
     except AguiError as exc:
         assert exc.result is not None  # what was folded before the fault comes with the error
     # Whatever happened, the thread can be encoded and sent again.
@@ -336,8 +333,7 @@ def test_a_batch_is_read_exactly_as_its_payloads_one_by_one(payloads: list[bytes
 @given(st.one_of(streams, _conversations().map(lambda evs: [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
                                                                *evs])))
 def test_replay_reading_whole_reads_folds_as_one_payload_at_a_time(evs: list[dict[str, Any]]) -> None:
-    body = b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n\n"
-                    for e in evs)
+    body = sse(*evs, compact=True)
     session = RunSession(collect_errors=True, events=False)
     for event in evs:
         session.feed_payload(json.dumps(event, separators=(",", ":")).encode("utf-8", "surrogatepass"))

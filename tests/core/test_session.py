@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from wirekit import sse, sse_text
 
 from agui_client import (
     DecodeError,
@@ -35,18 +36,14 @@ def _jsonl(events: list[dict[str, object]]) -> bytes:
     return b"".join(json.dumps(e).encode() + b"\n" for e in events)
 
 
-def _sse(events: list[dict[str, object]]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 @pytest.mark.parametrize("form", ["jsonl", "sse", "sse-text", "events", "path"])
 def test_replay_reads_every_recorded_form_the_same(form: str, tmp_path: Path) -> None:
     events = [START, *TEXT, FINISH]
-    source: object = {"jsonl": _jsonl(events), "sse": _sse(events), "sse-text": _sse(events).decode(),
+    source: object = {"jsonl": _jsonl(events), "sse": sse(*events), "sse-text": sse_text(*events),
                       "events": events}.get(form)
     if form == "path":
         source = tmp_path / "capture.sse"
-        source.write_bytes(_sse(events))
+        source.write_bytes(sse(*events))
     result = replay(source)  # type: ignore[arg-type]
     assert result.outcome == "success"
     assert result.text == "hello"
@@ -154,7 +151,7 @@ def test_interrupts_of_a_run_finished_refused_for_a_number_past_a_double_are_hel
             b'{"id":"i1","reason":"approval","message":"delete prod?","%s":{"limit":1e400}},'
             b'{"id":"i2","reason":"choice"}]}}' % field.encode())
     head = [START, *TEXT]
-    source = (_jsonl(head) + line + b"\n") if form == "jsonl" else (_sse(head) + b"data: " + line + b"\n\n")
+    source = (_jsonl(head) + line + b"\n") if form == "jsonl" else (sse(*head) + b"data: " + line + b"\n\n")
     with pytest.raises(DecodeError) as caught:
         replay(source)
     assert (caught.value.rule, caught.value.index, caught.value.event_type) == ("TR-09/AGUI502", 5, "RUN_FINISHED")
@@ -215,7 +212,7 @@ def test_a_response_opening_with_run_error_is_a_failed_run_of_its_own(form: str)
     thread = ThreadState()
     replay([START, {**FINISH, "outcome": ASKED}], state=thread)
     refusal = [{"type": "RUN_ERROR", "message": "uncovered interrupt", "code": "uncovered_interrupt"}]
-    source = refusal if form == "events" else (_jsonl(refusal) if form == "jsonl" else _sse(refusal))
+    source = refusal if form == "events" else (_jsonl(refusal) if form == "jsonl" else sse(*refusal))
 
     result = replay(source, state=thread)
 
@@ -237,7 +234,7 @@ def test_an_unhashable_type_is_a_decode_error_keeping_what_was_folded(kind: obje
     # batch, the other forms one payload at a time: two dispatch sites.)
     events = [START, *TEXT, {"type": kind}, FINISH]
     compact = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
-    source = {"events": events, "jsonl": _jsonl(events), "jsonl-compact": compact, "sse": _sse(events)}[form]
+    source = {"events": events, "jsonl": _jsonl(events), "jsonl-compact": compact, "sse": sse(*events)}[form]
     with pytest.raises(DecodeError) as caught:
         replay(source)
     assert (caught.value.pointer, caught.value.index) == ("/type", 5)
@@ -272,7 +269,7 @@ def test_whatever_a_failed_run_left_open_is_kept_and_flagged_incomplete(
 def test_an_sse_capture_opening_with_an_unprefixed_json_line_is_read_as_sse() -> None:
     # B001 in a recording: the format is detected from the whole head, not the first line alone, so
     # the stray line gets the SSE reading's AGUI501 warning instead of being folded as an event.
-    capture = b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n' + _sse([START, *TEXT, FINISH])
+    capture = b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n' + sse(START, *TEXT, FINISH)
     result = replay(capture)
     assert result.outcome == "success" and result.text == "hello"
     assert [w.code for w in result.warnings] == ["AGUI501"]
@@ -305,8 +302,8 @@ def test_each_thing_dropped_is_warned_at_its_event_up_to_a_bound(form: str) -> N
 def test_framing_warnings_say_where_the_frame_was() -> None:
     # The conventions' addressing for framing faults: the index the frame would have had, the run, and
     # the line and byte offset (they said only the line, inside the message).
-    capture = (_sse([START, *TEXT[:2]]) + b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n'
-               + _sse(TEXT[2:]) + b'Data: {"x":1}\n\n' + _sse([FINISH]))
+    capture = (sse(START, *TEXT[:2]) + b'{"type":"CUSTOM","name":"acme.ping","value":1}\n\n'
+               + sse(*TEXT[2:]) + b'Data: {"x":1}\n\n' + sse(FINISH))
     result = replay(capture)
     found = [(w.code, w.index, w.run_id) for w in result.warnings]
     assert found == [("AGUI501", 3, "r1"), ("AGUI501", 5, "r1")]
@@ -334,7 +331,7 @@ def test_a_warning_inside_an_outcome_names_the_event_not_the_outcome() -> None:
 
 
 def test_a_malformed_utf8_warning_names_the_frame_it_is_in() -> None:
-    capture = _sse([START]) + b'data: {"type":"CUSTOM","name":"x\xff","value":1}\n\n' + _sse([FINISH])
+    capture = sse(START) + b'data: {"type":"CUSTOM","name":"x\xff","value":1}\n\n' + sse(FINISH)
     result = replay(capture)
     assert [(w.code, w.index) for w in result.warnings] == [("UTF8", 1)]
 

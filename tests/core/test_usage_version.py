@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import pytest
+from wirekit import sse
 
 from agui_client import RunResult, RunSession, ThreadState, replay
 from agui_client.types import events as ev
@@ -60,7 +61,7 @@ def _session(events: Events) -> RunResult:
 
 
 PATHS = {
-    "sse": lambda events: replay(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)),
+    "sse": lambda events: replay(sse(*events)),
     "jsonl": lambda events: replay("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)),
     "dicts": lambda events: replay(events),
     "typed": lambda events: replay([_typed(e) for e in events]),

@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from storekit import refused_open
 
 from agui_client._inert import quoted_name
-from agui_client.errors import AguiWarning, StoreError
+from agui_client.errors import AguiWarning
 from agui_client.stores import PostgresStore
 from agui_client.testing import ScriptedAgent
 
@@ -35,7 +36,9 @@ HOSTILE_NAME = "unclaim\x1b[2J\u202e"
 
 @pytest.fixture
 def table(postgres_dsn: str) -> Iterator[str]:
-    """A fresh thread table, made by a store and holding thread 't' (both tables dropped afterwards)."""
+    """A fresh thread table, made by a store and holding thread 't'; afterwards its tables are dropped,
+    and the trigger functions a test made for them (``_unclaim``'s, ``_audit``'s), which a table's drop
+    leaves in the session's database."""
     import psycopg
     from psycopg import sql
 
@@ -46,6 +49,8 @@ def table(postgres_dsn: str) -> Iterator[str]:
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}, {}, {} CASCADE").format(
             sql.Identifier(name), sql.Identifier(f"{name}_changes"), sql.Identifier(f"{name}_audit")))
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}, {}").format(
+            sql.Identifier(f"{name}_unclaim"), sql.Identifier(f"{name}_audited")))
 
 
 def _run(postgres_dsn: str, *statements: str) -> None:
@@ -91,10 +96,8 @@ def test_a_trigger_or_a_rule_on_the_store_tables_is_refused_at_open(postgres_dsn
     _run(postgres_dsn, *made(table))
     before = _catalog(postgres_dsn, table)
 
-    with pytest.raises(StoreError) as caught:
-        PostgresStore(postgres_dsn, table=table)
+    refused = refused_open(lambda: PostgresStore(postgres_dsn, table=table))
 
-    refused = caught.value
     assert refused.code == "STORE-SCHEMA" and refused.thread_id is None
     assert said in str(refused) and "agui_client does not make" in str(refused), str(refused)
     assert hidden not in str(refused) and "\x1b" not in str(refused)
@@ -153,11 +156,10 @@ def test_an_untrusted_trigger_beside_a_trusted_one_is_still_refused(postgres_dsn
     _run(postgres_dsn, *_audit(table), *_unclaim(table))
     before = _catalog(postgres_dsn, table)
 
-    with pytest.raises(StoreError) as caught:
-        PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT,))
+    refused = refused_open(lambda: PostgresStore(postgres_dsn, table=table, trusted_objects=(AUDIT,)))
 
-    said = str(caught.value)
-    assert caught.value.code == "STORE-SCHEMA"
+    said = str(refused)
+    assert refused.code == "STORE-SCHEMA"
     assert f"the triggers {quoted_name(HOSTILE_NAME, 40)}," in said and AUDIT not in said, said
     assert _catalog(postgres_dsn, table) == before
 
@@ -165,11 +167,10 @@ def test_an_untrusted_trigger_beside_a_trusted_one_is_still_refused(postgres_dsn
 def test_a_misspelt_trusted_name_leaves_the_trigger_refused_and_says_so(postgres_dsn: str, table: str) -> None:
     _run(postgres_dsn, *_audit(table))
 
-    with pytest.raises(StoreError) as caught:
-        PostgresStore(postgres_dsn, table=table, trusted_objects=("audit_thread",))
+    refused = refused_open(lambda: PostgresStore(postgres_dsn, table=table, trusted_objects=("audit_thread",)))
 
-    said = str(caught.value)
-    assert caught.value.code == "STORE-SCHEMA" and f"the triggers '{AUDIT}'" in said
+    said = str(refused)
+    assert refused.code == "STORE-SCHEMA" and f"the triggers '{AUDIT}'" in said
     assert "trusted_objects names 'audit_thread', found on none of them" in said, said
 
 
