@@ -24,7 +24,7 @@ import pytest
 from storekit import refused_open
 
 from agui_client._inert import quoted_name
-from agui_client.errors import AguiWarning
+from agui_client.errors import AguiWarning, StoreError
 from agui_client.stores import PostgresStore
 from agui_client.testing import ScriptedAgent
 
