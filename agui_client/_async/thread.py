@@ -36,7 +36,7 @@ from .._streams import (
 from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
 from ..core.flow import ResumeInput
-from ..core.headers import layered
+from ..core.headers import RunHeaders, layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.result import RunResult
 from ..errors import AguiError, StreamMisused
@@ -127,6 +127,14 @@ class AsyncThread(AsyncThreadIO):
     def _schema_ceiling(self) -> int | None:
         # (the client's, read at each check: setting it changes the next resume)
         return self.client.max_schema_steps
+
+    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
+        # (the redactor of the request the client would send with the run's headers: what the store's
+        # errors this object logs go through before a request was sent)
+        try:
+            return self.client.unsent_redactor(dict(headers)).text
+        except Exception:  # noqa: BLE001 - (a client that cannot build a request: the run's error says why)
+            return None
 
     async def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
                   tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,

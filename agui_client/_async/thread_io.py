@@ -16,9 +16,7 @@ from anyio.lowlevel import checkpoint
 
 from ..core.effects import Write
 from ..core.flow import Conversation
-from ..core.headers import RunHeaders
 from ..core.plan import Plan, ToolHandler
-from ..core.redact import Redactor
 from ..wire.sink import worker_context
 
 __all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker"]
@@ -66,16 +64,6 @@ class AsyncThreadIO(Conversation):
         """What a tool handler returned, awaited when it is a coroutine (an ``async def`` handler)."""
         return await output if inspect.isawaitable(output) else output
 
-    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
-        """The redactor of the request the client would send with the run's ``headers`` (what the store's
-        errors this object logs go through before a request was sent)."""
-        # (the shell's client, set by the thread class once this part is made)
-        unsent: Callable[[Mapping[str, str]], Redactor] | None = getattr(getattr(self, "client", None),
-                                                                         "unsent_redactor", None)
-        try:
-            return unsent(dict(headers)).text if unsent is not None else None
-        except Exception:  # noqa: BLE001 - (a client that cannot build a request: the run's error says why)
-            return None
 
     async def _write(self, effect: Write) -> int:
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""

@@ -8,15 +8,13 @@ from __future__ import annotations
 import inspect
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ..core.effects import Write
 from ..core.flow import Conversation
-from ..core.headers import RunHeaders
 from ..core.plan import Plan
-from ..core.redact import Redactor
 
 __all__ = ["ThreadIO", "INTERRUPTED"]
 
@@ -50,16 +48,6 @@ class ThreadIO(Conversation):
             raise TypeError("an async handler needs the async client (AsyncThread.run_until_done)")
         return output
 
-    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
-        """The redactor of the request the client would send with the run's ``headers`` (what the store's
-        errors this object logs go through before a request was sent)."""
-        # (the shell's client, set by the thread class once this part is made)
-        unsent: Callable[[Mapping[str, str]], Redactor] | None = getattr(getattr(self, "client", None),
-                                                                         "unsent_redactor", None)
-        try:
-            return unsent(dict(headers)).text if unsent is not None else None
-        except Exception:  # noqa: BLE001 - (a client that cannot build a request: the run's error says why)
-            return None
 
     def _write(self, effect: Write) -> int:
         """Carry out a store write and keep ``_version`` the store's, even when Ctrl-C comes in the middle."""
