@@ -632,11 +632,11 @@ def decode_large(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH,
         read = read_slices(raw, SNAPSHOT_HEAD, "messages", max_depth, build)
         return None if read is None else (read[0], event_reader(read[1]))
 
+    # Read with the allowance in force from the start: a shape met that is not compiled would otherwise
+    # start the read of the whole payload over (every time, for a shape the allowance declined, which is
+    # never kept). One context variable set a payload of SLICED_MIN bytes or more costs nothing.
     try:
-        try:
-            done = sliced()
-        except NewShape:
-            done = shapes.charged(allowance or Allowance(), sliced)
+        done = shapes.charged(allowance or Allowance(), sliced)
     except Fallback:
         return None
     if done is None:

@@ -70,3 +70,33 @@ def test_a_hostile_agents_new_shapes_leave_an_ordinary_agents_new_shapes_compile
     else:  # (run() reads no events: the decoder's cache got the shape once the stream() test's made it)
         assert ORDINARY in _cache(True).live
     assert cache.declined == declined  # none of the ordinary agent's events read by the one generic function
+
+
+def test_a_large_snapshot_of_shapes_not_compiled_is_read_once(
+    drive: Any, served: Any, fresh_shapes: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A MESSAGES_SNAPSHOT past SLICED_MIN is read slice by slice. Its messages come in 120 key orders, more
+    # than a response's allowance compiles, so some shapes are met that are not compiled. The read must not
+    # start over when it meets one (it did: the whole payload was read a second time under the allowance,
+    # for every such snapshot, since a shape the allowance declined is never kept).
+    orders = list(itertools.permutations(("id", "role", "content", "name", "metadata")))
+    whole = {"role": "user", "content": "some words " * 6, "name": "someone", "metadata": {"k": 1}}
+    messages = [{key: f"m{n}" if key == "id" else whole[key] for key in orders[n % len(orders)]} for n in range(5_000)]
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": messages}
+    endpoint = served(ScriptedAgent([[Start(), snapshot, snapshot, Finish()]]))
+    reads: list[int] = []
+    read_slices = codec.read_slices
+
+    def counted(data: Any, *args: Any) -> Any:
+        reads.append(len(data))
+        return read_slices(data, *args)
+
+    monkeypatch.setattr(codec, "read_slices", counted)
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        with thread.stream() as stream:
+            snapshots = [event for event in stream if type(event).__name__ == "MessagesSnapshotEvent"]
+
+    assert len(snapshots) == 2 and all(len(event.messages) == 5_000 for event in snapshots)
+    assert [type(m).__name__ for m in thread.state.messages[:2]] == ["UserMessage", "UserMessage"]
+    assert len(reads) == 2 and min(reads) >= codec.SLICED_MIN  # each large snapshot read once, slice by slice
