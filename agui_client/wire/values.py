@@ -4,7 +4,7 @@
   holds only JSON's types (:class:`PlainList` / :class:`PlainDict` mark what was checked already);
   :func:`has_surrogate` finds half a character that UTF-8 cannot write; :func:`is_json` judges a text;
   :func:`cycle_at` names where a value holds itself.
-* :func:`copy_json` and :func:`deep_copy` copy JSON trees without recursion.
+* :func:`copy_json`, :func:`tree_copy` and :func:`deep_copy` copy JSON trees without recursion.
 
 Reading and writing JSON text, with its defences, is :mod:`~agui_client.wire.jsonio`'s (stored
 records :mod:`~agui_client.wire.records`', a large array slice by slice :mod:`~agui_client.wire.slices`').
@@ -39,6 +39,7 @@ __all__ = [
     "PlainDict",
     "copy_json",
     "deep_copy",
+    "tree_copy",
     "foreign_copy",
     "cycle_at",
     "WALKED_UNMARKED",
@@ -243,7 +244,8 @@ def _pointer_of(path: list[Any], key: Any) -> str:
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (through orjson when installed; :func:`deep_copy` otherwise)."""
+    """A deep copy of plain JSON data (:func:`plain_json` said so, or a parser made it: no cycle), through
+    orjson when installed, else copied level by level (:func:`tree_copy`)."""
     if value is None or type(value) in (str, int, float, bool):
         return value
     if ORJSON is not None:
@@ -251,7 +253,32 @@ def copy_json(value: Any) -> Any:
             return ORJSON.loads(ORJSON.dumps(value))
         except (TypeError, ValueError):
             pass  # lone surrogates, integers beyond 64 bits, very deep values: the generic copy is right
-    return deep_copy(value)
+    return tree_copy(value)
+
+
+def tree_copy(value: Any) -> Any:
+    """A copy of plain JSON data (no cycle) without recursion: each dict or list copied whole at C speed,
+    then its containers put in, as orjson's copy makes them (a tuple or a :class:`PlainList` a list, a
+    :class:`PlainDict` a dict, a list held twice copied twice).
+
+    The copy of state deeper than orjson writes: :func:`deep_copy`'s table of every container copied
+    (for cycles, which plain JSON has none of) made it twice as slow (a MiB of arrays 500 deep, some
+    0.45 s against 0.25; orjson copies 200 deep in 0.13).
+    """
+    kind = type(value)
+    if kind not in _COPIED:
+        return value
+    root = _shallow(value, kind)
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        target = pop()
+        for key, item in (target.items() if type(target) is dict else enumerate(target)):
+            if type(item) in _COPIED:
+                target[key] = copied = _shallow(item, type(item))
+                push(copied)
+    return root
 
 
 def foreign_copy(value: Any, plain: bool | None = None) -> Any:
