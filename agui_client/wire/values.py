@@ -275,8 +275,9 @@ def tree_copy(value: Any) -> Any:
     while stack:
         target = pop()
         for key, item in (target.items() if type(target) is dict else enumerate(target)):
-            if type(item) in _COPIED:
-                target[key] = copied = _shallow(item, type(item))
+            kind = type(item)
+            if kind in _COPIED:  # (the shallow copy made here, not by _shallow: a call a container is a fifth)
+                target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
                 push(copied)
     return root
 
