@@ -2,8 +2,8 @@
 
 A ``STATE_DELTA`` patches the document in place through :func:`~agui_client.core.patch.apply_patch`
 (atomic, through an undo log, never a copy of the document per event). What is handed out
-(:attr:`StateDocument.view`) is a copy, cached until the next change, so a caller's state never
-changes under it.
+(:attr:`StateDocument.view`) is a copy made for each read, so a caller's state never changes under it, and
+what one caller changes in it no other caller sees.
 """
 
 from __future__ import annotations
@@ -110,23 +110,18 @@ class StateDocument:
         #: (:func:`json_structure`; the budget credits them: see ``core/budget.py``); it only grows.
         self.released = 0
         self._charged = False  # whether the document came with a snapshot of the running response
-        self._view: Any = None
-        self._view_at = -1  # the change count ``_view`` was copied at
 
     @property
     def view(self) -> JSON:
-        """The state, as a copy made once a change: every read until the state next changes hands out
-        the same copy, which the thread never changes and never reads.
+        """The state, as a copy of the reader's own, made at each read.
 
-        A copy a read, as this was, made a backend reading the state after each event copy all of it
-        at every event (2,000 reads of 1.3 MB of state: 2,000 copies; now one a change of the state).
-        What a caller changes in it reaches neither the thread's state nor what the thread sends or
-        saves; it is seen by the reads that hand out the same copy (see :meth:`copy` for one's own).
+        One copy handed to every read until the state next changed made what one caller changed in it
+        (a view that trims the rows it draws) what every other caller read (a handler deciding on them).
+        What a caller changes reaches no other read, nor the thread's state, nor what it sends or saves.
+        A read copies the whole state: a backend following it as a run streams reads it after the
+        events that change it, not after every event.
         """
-        if self._view_at != self.changes:
-            self._view = self.copy()
-            self._view_at = self.changes
-        return self._view
+        return self.copy()
 
     def copy(self) -> JSON:
         """A copy of the state of its own (orjson's when the state is plain JSON: it would write ``NaN``
@@ -134,9 +129,7 @@ class StateDocument:
         return copy_json(self.value) if self.plain else deep_copy(self.value)
 
     def changed(self) -> None:
-        """The document changed: the copy handed out is made again when next asked for (the copy is kept
-        with the count of changes it was made at)."""
-        self._view = None
+        """The document changed (counted: ``ThreadState.version``)."""
         self.changes += 1
 
     @property
@@ -236,7 +229,7 @@ class StateDocument:
                                   pointer=f"/delta/{exc.op_index}"),)
         if not adopt:
             self.plain = False  # the patch's values came with an event object from anywhere
-        self.changes += 1  # (changed(), without releasing the old copy: this runs for every delta)
+        self.changes += 1  # (counted as changed() counts)
         return _NO_WARNINGS
 
     def shared(self) -> Any:
