@@ -83,8 +83,9 @@ def request_body(run_input: RunAgentInput) -> bytes:
     if run_input.protocol_version is None:
         run_input = attrs.evolve(run_input, protocol_version=PROTOCOL_VERSION)
     if not run_input.messages:
-        return dump_json(codec.encode(run_input))
+        return dump_json(codec.encode(run_input), shallow=True)
     # Every run sends the whole thread: its messages are built directly, the converter's output.
     wire = codec.encode(attrs.evolve(run_input, messages=()))
     wire["messages"] = codec.encode_messages(run_input.messages)
-    return dump_json(wire)
+    # (shallow: the caller's state may hold itself, which orjson would write round to its depth limit)
+    return dump_json(wire, shallow=True)

@@ -87,3 +87,24 @@ def test_a_tuple_nested_past_the_recursion_limit_is_copied() -> None:
         assert type(copied) is list and len(copied) == 1
         copied, depth = copied[0], depth + 1
     assert depth == 5_000
+
+
+def test_only_the_request_is_written_within_the_shallow_depth(drive: Any, served: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shallow write (orjson inside 222 lists, so that a cycle in the caller's state is given up after
+    # SHALLOW_WRITE levels) costs some 20-40 us a call, a hundred times orjson's writing of an event. The
+    # request, once a run, is written so; the testing kit's agent, writing every event it sends with
+    # dump_json, is not (it was: a 2,000-event stream paid some 60 ms more).
+    from agui_client.testing import Finish, ScriptedAgent, Start
+    from agui_client.wire import jsonio
+
+    written: list[int] = []
+    shallow = jsonio.shallow_orjson
+    monkeypatch.setattr(jsonio, "shallow_orjson", lambda value: written.append(1) or shallow(value))
+    events: list[Any] = [Start(), {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+                         *({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "w "} for _ in range(200)),
+                         {"type": "TEXT_MESSAGE_END", "messageId": "m"}, Finish()]
+    endpoint = served(ScriptedAgent([events]))
+    with drive.client(endpoint.url) as client:
+        assert client.thread().run("go").text == "w " * 200
+    assert written == [1]  # (the request's body)
