@@ -556,12 +556,14 @@ class ClientBase:
         answers them, ``DEFAULT_MAX_SCHEMA_STEPS`` (8,000,000, about 4.5 s of checking) by default
         (``None``: what the schemas' size pays for); read when a run starts and when a resume is checked.
 
-        A step is about half a microsecond of checking answers against schemas, on the event loop for an
-        async client. What a resume may spend grows with its schemas' text, so one ``RUN_FINISHED`` of
-        16 MiB of schemas that multiply their work bought 16 million steps (9 s). Such a ``RUN_FINISHED``
-        is refused as it is read (``LimitExceeded``, code ``SCHEMA-STEPS``, naming the interrupt), and a
-        resume's checks stop ``over-budget`` at the ceiling. 1,000 ordinary 50-field forms of their own
-        fit (7.1 million); lower it where many runs share one loop.
+        A step is about half a microsecond of checking answers against schemas (an async client's
+        ``run()`` and ``stream()`` check in a worker thread; the tool loop's early check, a retried send's
+        and a ``builder.build()`` of the caller's run where they are called). What a resume may spend
+        grows with its schemas' text, so one ``RUN_FINISHED`` of 16 MiB of schemas that multiply their
+        work bought 16 million steps (9 s). Such a ``RUN_FINISHED`` is refused as it is read
+        (``LimitExceeded``, code ``SCHEMA-STEPS``, naming the interrupt), and a resume's checks stop
+        ``over-budget`` at the ceiling. 1,000 ordinary 50-field forms of their own fit (7.1 million);
+        lower it where many runs share one loop.
 
         Raises:
             ValueError: (setting) neither a positive ``int`` nor ``None``.
