@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from anyio.lowlevel import checkpoint
 
 from ..core.effects import Write
-from ..core.flow import Conversation
+from ..core.flow import Conversation, planned
 from ..core.plan import Plan, ToolHandler
 from ..wire.sink import worker_context
 
@@ -40,19 +40,23 @@ class AsyncThreadIO(Conversation):
         self._taking = threading.RLock()
 
     async def _planned(self, *arguments: Any) -> Plan:
-        """The run's plan (``Conversation._plan``), made in a worker thread when it checks answers against
-        the interrupts' schemas (``in_worker``: a cancelled caller waits for it), on the loop otherwise.
+        """The run's plan (``Conversation._planning``), its checks of answers against the interrupts'
+        schemas made in a worker thread (``in_worker``: a cancelled caller waits for them), the rest on
+        the loop.
 
         A resume's checks may spend up to the client's ``max_schema_steps`` (some 4.5 s of CPU by
         default; 0.1 s for one small hostile schema), and on the loop every other run waited for them:
         a check of 1.1 million steps held a loop 5.6 s on a loaded two-core machine, and in a worker
         thread the loop went on with ticks 1.8 ms apart (median; 36 ms at the 99th percentile, 72 ms at
-        most: the check holds the interpreter's lock between switches). The thread object is held
-        (``_exclusive``) while the plan is made, as while its run is in flight.
+        most: the check holds the interpreter's lock between switches). The checks read the answers, the
+        builder and copies of the interrupts; the thread's messages and state, which the loop's other
+        tasks may read (typing its messages as they do) or change meanwhile, are read on the loop. The
+        thread object is held (``_exclusive``) while the plan is made, as while its run is in flight.
         """
-        if self._checks_schemas(arguments[1]):
-            return await in_worker(self._plan, *arguments)
-        return self._plan(*arguments)
+        planning = self._planning(*arguments)
+        checks = next(planning)
+        entries = await in_worker(checks) if self._checks_schemas(arguments[1]) else checks()
+        return planned(planning, entries)
 
     async def _load(self) -> Any:
         """The thread's stored record, read in a worker thread (on the loop for a ``MemoryStore``)."""

@@ -29,9 +29,10 @@ import contextvars
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -86,10 +87,23 @@ from .standing import Standing
 if TYPE_CHECKING:
     from ..stores.base import StoredThread
 
-__all__ = ["Conversation", "ResumeInput"]
+__all__ = ["Conversation", "Planning", "ResumeInput", "planned"]
 
 #: What ``run(resume=...)`` accepts: a builder or the entries themselves.
 ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
+
+#: A run's plan in the making (``Conversation._planning``): it yields the resume's checks, is sent the
+#: entries they return, and returns the plan.
+Planning = Generator[Callable[[], tuple[ResumeEntry, ...]], tuple[ResumeEntry, ...], Plan]
+
+
+def planned(planning: Planning, entries: tuple[ResumeEntry, ...]) -> Plan:
+    """The plan ``planning`` makes with ``entries``, what the checks it yielded returned."""
+    try:
+        planning.send(entries)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    raise AssertionError("a plan yields its checks once")  # pragma: no cover - (_planning yields once)
 
 logger = logging.getLogger("agui_client")
 
@@ -247,19 +261,41 @@ class Conversation(Standing):
               context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
               run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
               headers: Mapping[str, str] | None = None) -> Plan:
+        """The run's plan, its checks made here (see :meth:`_planning`)."""
+        planning = self._planning(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
+                                  run_timeout, headers)
+        return planned(planning, next(planning)())
+
+    def _planning(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
+                  context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
+                  run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
+                  headers: Mapping[str, str] | None = None) -> Planning:
+        """The run's plan, made in two halves around the resume's checks: it yields them (a call reading
+        the answers, the caller's builder and copies of the interrupts, nothing else of the thread's), is
+        sent what the call returns, and returns the plan (:func:`planned`). The async shell makes the
+        checks in a worker thread (they may take seconds of CPU) and both halves on the loop, where its
+        other tasks read and change the thread."""
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
         checked = checked_headers(headers)
         run_timeout = checked_seconds("run_timeout", run_timeout)
         new = new_messages(message)
         open_interrupts = self._state.open_interrupts
-        entries = without_abandoned_payloads(self._resume_entries(resume, pending_unknown))
-        # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14);
-        # and again before a try sent after a wait (max_retries), when an interrupt may have expired.
+        answering = self._answering(resume, pending_unknown)
+        now, ceiling = self._clock, self._schema_ceiling()
+
+        def answered() -> tuple[ResumeEntry, ...]:
+            entries = without_abandoned_payloads(answering())
+            # The egress check: the same rules as build(), judged now, whatever built the list (IR-13, IR-14)
+            check_resume(open_interrupts, entries, now=now, pending_unknown=pending_unknown, max_schema_steps=ceiling)
+            return entries
+
+        entries = yield answered
+
         def recheck() -> None:
+            # (again before a try sent after a wait, max_retries, when an interrupt may have expired)
             check_resume(open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
                          max_schema_steps=self._schema_ceiling())
-        recheck()
         sent = entries
         via = self._state.open_interrupts_via
         if via is not None and entries:
@@ -301,6 +337,11 @@ class Conversation(Standing):
 
     def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
         """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
+        return self._answering(resume, pending_unknown)()
+
+    def _answering(self, resume: ResumeInput, pending_unknown: bool) -> Callable[[], tuple[ResumeEntry, ...]]:
+        """:meth:`_resume_entries` in two halves: what the thread's state refuses is refused now; the call
+        returned builds the entries (a builder checks its answers), reading nothing of the thread's."""
         open_interrupts = self._state.open_interrupts
         if open_interrupts and not resume:
             # Not a resume that left some out: a run that would move past the questions. Said so, with
@@ -309,8 +350,9 @@ class Conversation(Standing):
         if isinstance(resume, ResumeBuilder):
             check_target(resume, self.id, self._state.interrupted_run_id, open_interrupts,
                                  lambda: [run.run_id for run in self._state.runs])
-            return resume.build(pending_unknown=pending_unknown, max_schema_steps=self._schema_ceiling())
-        return tuple(resume or ())
+            return partial(resume.build, pending_unknown=pending_unknown, max_schema_steps=self._schema_ceiling())
+        entries = tuple(resume or ())
+        return lambda: entries
 
     def _refuse_early(self, arguments: Mapping[str, Any]) -> None:
         """The run's resume checks, judged before the tool loop runs a handler: a run they refuse must not

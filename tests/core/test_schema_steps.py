@@ -21,6 +21,8 @@ from clikit import agui_here
 
 from agui_client import AgentClient, LimitExceeded, UnusableResponseSchema
 from agui_client.core import schema as schema_module
+from agui_client.core.fold import ThreadState
+from agui_client.core.fold.document import StateDocument
 from agui_client.core.session import RunSession
 from agui_client.testing import ScriptedAgent
 from agui_client.types.run import Interrupt
@@ -210,6 +212,46 @@ def test_a_resume_is_checked_off_the_event_loop_in_the_async_shell(drive: Any, s
     assert len(where) == 4 and not any(on_loop for on_loop, _ in where)
     if drive.kind == "sync":
         assert {ident for _, ident in where} == {threading.get_ident()}
+
+
+def test_only_the_checks_leave_the_event_loop_the_threads_state_is_read_where_it_is_folded(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The worker thread makes the resume's checks, which read the answers and copies of the interrupts. The
+    # rest of the plan reads the thread's folded state (its messages, typed there as they are read; its
+    # state document), which the loop's other tasks may read or change meanwhile: it is read on the loop,
+    # as the fold does (in the sync shell, on the caller's thread, with the checks).
+    endpoint = served(ScriptedAgent.interrupts(2, response_schema=[ordinary(0), ordinary(1)]))
+    reads: list[tuple[str, bool, int]] = []
+
+    def on_loop() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def watched(name: str, real: Any) -> Any:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            reads.append((name, on_loop(), threading.get_ident()))
+            return real(*args, **kwargs)
+        return read
+
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        thread.run("hi")
+        monkeypatch.setattr(schema_module, "check", watched("check", schema_module.check))
+        monkeypatch.setattr(ThreadState, "input_messages", watched("messages", ThreadState.input_messages))
+        monkeypatch.setattr(StateDocument, "copy", watched("state", StateDocument.copy))
+        builder = thread.resume_builder().answer("interrupt-1", answer(0)).answer("interrupt-2", answer(1))
+        assert thread.run(resume=builder).outcome == "success"
+
+    checks = [(loop, ident) for name, loop, ident in reads if name == "check"]
+    state = [(loop, ident) for name, loop, ident in reads if name != "check"]
+    assert len(checks) == 4 and {name for name, _, _ in reads} == {"check", "messages", "state"}
+    if drive.kind == "sync":
+        assert {ident for _, _, ident in reads} == {threading.get_ident()}
+    else:
+        assert not any(loop for loop, _ in checks) and all(loop for loop, _ in state)
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "100"])
