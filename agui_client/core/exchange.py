@@ -75,6 +75,8 @@ def request_body(run_input: RunAgentInput) -> bytes:
     """The encoded request: ``run_input`` as JSON bytes, with the protocol version this client speaks.
 
     Raises:
+        UnencodableValue: the input holds itself (``state["self"] = state``); ``pointer`` says where in
+            the body (``/state/self``), found as the standard library's encoder meets the cycle.
         TypeError, ValueError, OverflowError: a value JSON cannot hold (the thread refuses those first,
             naming where they are).
     """

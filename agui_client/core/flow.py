@@ -288,7 +288,7 @@ class Conversation(Standing):
             thread_id=self.id,
             run_id=run_id or str(uuid.uuid4()),
             messages=(*history, *new),
-            state=state if replace_state else self._state.state,
+            state=state if replace_state else self._state.document.copy(),  # (the input is handed out: its own)
             tools=tuple(tools) if tools is not None else (),
             context=tuple(context) if context is not None else (),
             forwarded_props=forwarded_props if forwarded_props is not None else {},

@@ -203,6 +203,8 @@ def encode_input(run_input: RunAgentInput) -> bytes:
     """The request body, or ``UnencodableValue`` naming where the input is not JSON."""
     try:
         return request_body(run_input)
+    except UnencodableValue as exc:  # (a cycle, named where it is by the writer)
+        _refuse("input", "the run input", exc.pointer, exc.reason, cause=exc)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         # A value the checks above do not reach (a message added to the thread by hand, say): still a
         # typed refusal before the claim, located when the converter's output shows where. A value

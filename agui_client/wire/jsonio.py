@@ -31,9 +31,9 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import AguiWarning, DecodeError, LimitExceeded
+from ..errors import AguiWarning, DecodeError, LimitExceeded, UnencodableValue
 from .depth import nests_deeper, opening_brackets
-from .values import ORJSON, shown_key
+from .values import ORJSON, cycle_at, shown_key
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
 # (bound here as well: the parsers read it on every call, and a test sets it to None to take the
@@ -62,6 +62,9 @@ __all__ = [
     "leading_type",
     "orjson_in_use",
     "ORJSON_WRITE_DEPTH",
+    "SHALLOW_WRITE",
+    "shallow_orjson",
+    "stdlib_text",
     "proved_exact",
     "read_inexactly",
     "first_duplicate",
@@ -685,15 +688,20 @@ def excerpt(raw: bytes | str) -> str:
 
 
 def dump_json(value: Any) -> bytes:
-    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates written as ``\\uXXXX`` escapes)."""
+    """Serialise JSON-ready data to compact UTF-8 bytes (lone surrogates written as ``\\uXXXX`` escapes).
+
+    Raises:
+        UnencodableValue: ``value`` holds itself (``pointer``: where; a ``ValueError``).
+        TypeError, ValueError: ``value`` holds what JSON cannot (``NaN``, a set …).
+    """
     if _orjson is not None:
         try:
-            return bytes(_orjson.dumps(value))
+            return shallow_orjson(value)
         except TypeError:
-            pass  # lone surrogates, big ints, nesting past 254 levels: the stdlib path below handles them
+            pass  # lone surrogates, big ints, nesting past SHALLOW_WRITE levels, a cycle: the stdlib path
     # With the check for cycles (see ``records.dump_record``: without it a hand-built request's cycle was
     # written round and round to the recursion limit before it was named).
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = stdlib_text(value, ensure_ascii=False)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -708,6 +716,47 @@ def dump_json(value: Any) -> bytes:
                               "escapes"), stacklevel=2)
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     return _LONE_HALF.sub(lambda half: f"\\u{ord(half[0]):04x}", joined).encode("utf-8")
+
+
+#: How deep orjson writes data to send before it is handed to the standard library (which looks for
+#: cycles). orjson has no check for cycles: it goes round one to its depth limit (254 levels), writing
+#: what sits beside the cycle again at every turn, 1.1 MB of state 250 times (0.43 s and 280 MB) before
+#: it gives up. Written inside ``254 - SHALLOW_WRITE`` lists, it gives up after this many levels. Deeper
+#: state is rare (a request's messages are 6 levels deep; its state starts at the second) and is
+#: written by the standard library: slower (some 5 times), never round a cycle.
+SHALLOW_WRITE = 32
+
+
+def shallow_orjson(value: Any) -> bytes:
+    """``value`` as orjson writes it, refused (``TypeError``) past :data:`SHALLOW_WRITE` levels of
+    nesting, as orjson refuses what it cannot write; orjson's own writing when it has no depth limit.
+
+    The wrapping lists cost their brackets, cut from the text written (a copy of it: 0.1 ms a MB).
+    """
+    pad = ORJSON_WRITE_DEPTH - SHALLOW_WRITE if ORJSON_WRITE_DEPTH is not None else 0
+    if pad <= 0:
+        return bytes(_orjson.dumps(value))
+    wrapped = value
+    for _ in range(pad):
+        wrapped = [wrapped]
+    return _orjson.dumps(wrapped)[pad:-pad]  # type: ignore[no-any-return]
+
+
+def stdlib_text(value: Any, *, ensure_ascii: bool) -> str:
+    """``value`` written compact by the standard library's encoder, refusing ``NaN`` and a cycle.
+
+    Written with its check for cycles, which names none: the cycle it refuses is found again
+    (:func:`~agui_client.wire.values.cycle_at`) and refused as an :class:`UnencodableValue` naming
+    where.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        pointer = cycle_at(value)  # (on the way to an error only: its message names no place)
+        if pointer is None:
+            raise
+        raise UnencodableValue(f"the value holds itself at {pointer or '/'}: JSON cannot hold a cycle",
+                               pointer=pointer, reason="the value contains itself") from None
 
 
 _LONE_HALF = re.compile("[\ud800-\udfff]")

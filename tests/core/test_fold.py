@@ -160,7 +160,10 @@ def test_handed_out_snapshots_never_change_under_the_caller() -> None:
     assert state_before == {}
     kept = thread.state
     kept["a"].append(99)                                   # the caller's copy, not the thread's
-    assert thread.state == {"a": [1, 2]}
+    assert thread.dump()["state"] == {"a": [1, 2]} and thread.to_wire()["state"] == {"a": [1, 2]}
+    assert thread.state is kept                            # (one copy a change of the state, shared by the reads)
+    thread.apply(StateDeltaEvent(delta=({"op": "add", "path": "/b", "value": 3},)))
+    assert thread.state == {"a": [1, 2], "b": 3} and kept == {"a": [1, 2, 99]}
 
 
 def test_the_snapshot_event_is_not_mutated_by_later_deltas() -> None:

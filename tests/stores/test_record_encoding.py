@@ -12,7 +12,7 @@ import pytest
 
 from agui_client.core.exchange import request_body
 from agui_client.core.fold import ThreadState
-from agui_client.errors import StoreError
+from agui_client.errors import StoreError, UnencodableValue
 from agui_client.stores import MemoryStore
 from agui_client.stores.base import encode_data
 from agui_client.types import UserMessage
@@ -127,24 +127,53 @@ def test_a_cycle_is_named_at_once_however_much_sits_beside_it(write: str) -> Non
     # Written first without the check for cycles (to save its marking of each container), a cycle
     # went round until Python's recursion limit, writing what sat beside it again at every turn: a
     # state of 100,000 numbers (0.6 MB) took 8.5 s of CPU and 600 MB before the cycle was named; a
-    # few MB of state ran a process out of memory instead. Written with the check, it is named as
-    # the cycle is first entered.
+    # few MB of state ran a process out of memory instead. orjson, tried first, went round it to its
+    # own depth limit (254 levels: 17 MB for this state's 110 KB). Now a save's walk finds it before
+    # anything is written, and a request's orjson gives up after 32 levels: named where it is.
     cyclic = _cyclic_beside(20_000)  # (some 110 KB of text)
     if write == "save":
         def refused() -> None:
             with pytest.raises(StoreError) as caught:
                 encode_data("t", cyclic)
-            assert "Circular reference detected" in str(caught.value)
+            cause = caught.value.__cause__
+            assert isinstance(cause, UnencodableValue) and cause.pointer == "/state/self"
+            assert "/state/self" in str(caught.value)
     else:
         run_input = RunAgentInput(thread_id="t", run_id="r", state=cyclic, messages=(), tools=(), context=())
 
         def refused() -> None:
-            with pytest.raises(ValueError) as caught:
+            with pytest.raises(UnencodableValue) as caught:
                 request_body(run_input)
-            assert "Circular reference detected" in str(caught.value)
-    # (the state's text is some 110 KB: orjson, tried first, writes it 150-odd times before its depth
-    # limit refuses it, 17 MB; the standard library's unchecked write then took 55 MB and more)
-    assert _peak_while(refused) < 30_000_000
+            assert caught.value.pointer == "/state/state/self"
+            assert caught.value.reason == "the value contains itself"
+    assert _peak_while(refused) < 12_000_000  # (8.4 MB for the request: orjson's turns and its buffer)
+
+
+@pytest.mark.parametrize("write", ["save", "request"])
+def test_a_cycle_beside_a_megabyte_costs_what_the_megabyte_does(write: str) -> None:
+    # orjson has no check for cycles: a state holding itself beside 1.1 MB was written some 250 times
+    # before orjson's depth limit stopped it (0.4-0.5 s of CPU and 280 MB), then named by the standard
+    # library without saying where. A save's walk now finds it before anything is written; a request's
+    # orjson goes round it at most 32 levels (a turn a level here: 36 MB, in a buffer of 64).
+    state: dict[str, Any] = {"rows": [{"k": n, "t": "x" * 20} for n in range(30_000)]}
+    state["self"] = state
+    assert len(orjson.dumps(state["rows"])) > 1_100_000
+    if write == "save":
+        def refused() -> None:
+            with pytest.raises(StoreError) as caught:
+                encode_data("t", {"state": state})
+            cause = caught.value.__cause__
+            assert isinstance(cause, UnencodableValue) and cause.pointer == "/state/self"
+        bound = 10_000_000
+    else:
+        run_input = RunAgentInput(thread_id="t", run_id="r", state=state, messages=(), tools=(), context=())
+
+        def refused() -> None:
+            with pytest.raises(UnencodableValue) as caught:
+                request_body(run_input)
+            assert caught.value.pointer == "/state/self"
+        bound = 80_000_000
+    assert _peak_while(refused) < bound
 
 
 def test_state_deeper_than_orjson_writes_is_saved_and_sent_as_it_is() -> None:

@@ -159,7 +159,12 @@ class ThreadState:
 
     @property
     def state(self) -> JSON:
-        """The shared state (a copy: mutating it does not change the thread)."""
+        """The shared state: a copy, made once each time the state changes and handed to every read until
+        the next change (reading it after every event copies the state once a change, not once a read).
+
+        Changing it changes neither the thread's state nor what the thread sends or saves; the reads
+        before the next change hand out the same copy, so they see the change. For a copy of your
+        own, ``copy.deepcopy(thread.state.state)``; to change the thread's, :meth:`set_state`."""
         return self.document.view
 
     @property

@@ -39,7 +39,7 @@ def to_wire(thread: ThreadState) -> dict[str, Any]:
     """The thread in wire form: ``{"messages": [...], "state": ..., "openInterrupts": [...]}``."""
     return {
         "messages": codec.encode(thread.messages),
-        "state": thread.state,
+        "state": thread.document.copy(),  # (its own: the copy reads share is not handed out twice)
         "openInterrupts": codec.encode(thread.open_interrupts),
     }
 
@@ -53,7 +53,7 @@ def dump(thread: ThreadState, *, share_state: bool = False) -> dict[str, Any]:
         "threadId": thread.thread_id,
         # Built directly, and marked as checked plain JSON for a save that serialises at once.
         "messages": wire_messages(thread.log, share_state),
-        "state": thread.document.shared() if share_state else copy_json(thread.document.value),
+        "state": thread.document.shared() if share_state else thread.document.copy(),
         "stateInSync": thread.document.in_sync,
         "openInterrupts": codec.encode(ledger.open_interrupts),
         "interruptedRunId": ledger.interrupted_run_id,

@@ -18,7 +18,7 @@ from ...errors import StreamWarning
 from ...wire.sink import warn
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
-from ...wire.values import copy_json, describe
+from ...wire.values import describe
 from ..patch import PatchFailed, apply_patch
 from ..roster import Roster
 from .document import StateDocument, foreign_copy
@@ -141,7 +141,7 @@ class Snapshots:
             # A message handed out (or the snapshot event it came with) may hold this dict: patch a copy,
             # so that nothing handed out ever changes. So does a patch that replaces the whole content,
             # which may leave something not an object.
-            content = copy_json(content)
+            content = foreign_copy(content)  # (an activity an event built elsewhere brought may not be plain)
         try:
             patched = apply_patch(content, patch, copy_allowance=self._document.allowance,
                                   max_ops=self._document.max_ops)
