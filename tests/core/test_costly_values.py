@@ -40,9 +40,12 @@ def test_a_state_holding_itself_is_refused_naming_where(how: str) -> None:
     assert refused.value.reason == "the value contains itself"
 
 
-def test_the_walk_meets_a_cycle_past_its_count_and_a_shared_list_is_no_cycle() -> None:
+def test_the_walk_meets_a_cycle_past_its_count_and_a_shared_list_is_no_cycle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # Past WALKED_UNMARKED members the walk marks what it meets: a cycle there is found, a list held
-    # twice is JSON (written twice) and walked once.
+    # twice is JSON (written twice) and walked once. (The count lowered: at its own 262,144 the lists
+    # below took a second to make and walk, for the same path through the walk.)
+    monkeypatch.setattr(values, "WALKED_UNMARKED", 64)
     shared = [1, 2]
     wide = [[n] for n in range(values.WALKED_UNMARKED)]
     assert plain_json([*wide, shared, {"again": shared}])

@@ -144,15 +144,26 @@ def test_ordinary_forms_within_the_ceiling_are_accepted_and_answered(drive: Any,
     assert accepted.outcome == "success" and len(accepted.result["answers"]) == count
 
 
-def test_without_a_ceiling_the_schemas_size_pays_for_their_checks(drive: Any, served: Any) -> None:
-    # ``None``: the response is accepted, and the resume is allowed what the texts buy (as before).
-    endpoint = served(ScriptedAgent.interrupts(2, response_schema=[hostile(1, 300_000), hostile(2, 300_000)]))
+def test_without_a_ceiling_the_schemas_size_pays_for_their_checks(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``None``: the response is accepted, and the resume is allowed what the texts buy (as before): more
+    # than the ceiling the other tests set, which refuses these very schemas.
+    schemas = [hostile(1, 300_000), hostile(2, 300_000)]
+    endpoint = served(ScriptedAgent.interrupts(2, response_schema=schemas))
+    bought = schema_module.shared_allowance([(schema, "x") for schema in schemas]).steps
 
     with drive.client(endpoint.url, max_schema_steps=None) as client:
         thread = client.thread()
         asked = thread.run("hi")
+        spent = Spent(monkeypatch)
+        builder = thread.resume_builder().answer("interrupt-1", "x").answer("interrupt-2", "x")
+        with pytest.raises(UnusableResponseSchema) as unusable:
+            thread.run(resume=builder)
 
     assert asked.outcome == "interrupt" and [i.id for i in asked.interrupts] == ["interrupt-1", "interrupt-2"]
+    assert bought > CEILING and spent.allowed[0] == bought
+    assert unusable.value.code == "over-budget"
+    assert endpoint.agent.request_count == 1
 
 
 def test_a_session_measures_the_schemas_with_the_resumes_own_arithmetic() -> None:
@@ -168,12 +179,12 @@ def test_a_session_measures_the_schemas_with_the_resumes_own_arithmetic() -> Non
         session = RunSession(max_schema_steps=ceiling)
         session.feed_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
         interrupts = [Interrupt(id=f"i{n}", reason="input", response_schema=schema) for n, schema in enumerate(schemas)]
+        # (first, an interrupt with no schema: it buys nothing, and the pointer counts it among the outcome's)
+        asked = [{"id": "confirm", "reason": "confirmation"},
+                 *({"id": i.id, "reason": i.reason, "responseSchema": i.response_schema} for i in interrupts)]
         try:
             session.feed_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
-                                "outcome": {"type": "interrupt",
-                                            "interrupts": [{"id": i.id, "reason": i.reason,
-                                                            "responseSchema": i.response_schema}
-                                                           for i in interrupts]}})
+                                "outcome": {"type": "interrupt", "interrupts": asked}})
         except LimitExceeded as exc:
             return exc
         return None
@@ -181,6 +192,7 @@ def test_a_session_measures_the_schemas_with_the_resumes_own_arithmetic() -> Non
     assert finished(wanted) is None and finished(None) is None
     refused = finished(wanted - 1)
     assert refused is not None and (refused.interrupt_id, refused.index, refused.run_id) == ("i4", 1, "r")
+    assert refused.pointer == "/outcome/interrupts/5/responseSchema"
 
 
 def test_a_resume_is_checked_off_the_event_loop_in_the_async_shell(drive: Any, served: Any,
