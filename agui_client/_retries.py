@@ -33,6 +33,11 @@ from .telemetry import Telemetry, record_retry
 
 __all__ = ["checked_retries", "note_retries_off", "retry_wait", "Retrying", "RetryDeadline"]
 
+#: The retries' jitter, drawn from a generator of the client's own: the module's global one is the
+#: application's (one seeded for a reproducible run would be moved by every retry), and a property test's
+#: (Hypothesis warns when the global state moves while it draws, as a retry in another thread can make it).
+_jitter = random.Random()
+
 logger = logging.getLogger("agui_client")
 
 
@@ -97,7 +102,7 @@ def retry_wait(client: Retrying, error: TransportError, tries: int, deadline: Re
     judged = None if reason is None else verdict(
         reason, tries=tries, max_retries=client.max_retries, backoff=client.retry_backoff,
         retry_after=error.retry_after if isinstance(error, HTTPStatusError) else None,
-        remaining=None if deadline is None else deadline.at - time.monotonic(), jitter=random.random())
+        remaining=None if deadline is None else deadline.at - time.monotonic(), jitter=_jitter.random())
     # (the URL as the error shows it, redacted; the reason is the client's words, never the agent's)
     if judged is None or judged.wait is None:
         if judged is not None:

@@ -45,6 +45,9 @@ class _Ending:
         self._state = state
         self._result: RunResult | None = None
         self._failed: BaseException | None = None
+        # A store error's text as the thread's log lines write it (through the run's redactor), for the
+        # line a reader writes when the settling the block handed it fails (stream_left).
+        self._said: Callable[[BaseException], str] = str
 
     @property
     def result(self) -> RunResult:
@@ -379,8 +382,10 @@ def _settling_failed(stream: _Ending, raising: BaseException, failed: Exception)
     group, a timeout), and Ctrl-C would pass for a store failure."""
     run = stream._run_read()
     which = f"run {quoted_name(run)}" if run is not None else "a tool loop"
+    # (the store's text through the run's redactor: a store of the application's own may quote the
+    # credential it shares with the agent's endpoint, and a log line is written whatever the caller does)
     logger.warning("%s: settling it after its stream's block was left failed while the reader inside a step "
-                   "ended with %s: %s", which, type(raising).__name__, failed)
+                   "ended with %s: %s", which, type(raising).__name__, stream._said(failed))
 
 
 def _executing(exc: ValueError) -> bool:
@@ -672,11 +677,13 @@ def _stepped(stream: _Stream, step: Callable[[], Any] | None,
             return  # (left while after ran, a tool loop's handlers: the run it opened is not read from)
 
 
-def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any]) -> None:
+def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any],
+                said: Callable[[BaseException], str] = str) -> None:
     """The block of a run's stream or a tool loop's was left, and ``settle`` (awaited, in the async shell)
     settles its run as the block's exit does (the response closed, the claim given back, the result
     recorded): the stream yields nothing more (read after the block, it is over). Returns when the caller
-    is to call ``settle`` now.
+    is to call ``settle`` now. ``said``: a store error's text as the thread's log lines write it (through
+    the run's redactor), for the line the reader logs when ``settle`` fails there.
 
     Raises:
         StreamMisused: another task or OS thread is inside a step of the stream. ``settle`` is handed to
@@ -684,6 +691,7 @@ def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any]) -> No
             step returns or raises, that reader calls ``settle``, and its iteration ends (its step's error
             raised, or no more events), as any reader's does after the block.
     """
+    stream._said = said
     if isinstance(stream, _AsyncStream):
         if stream._step is _BUSY:
             stream._settle = settle  # (the look and the hand-over: no await between them, see _read)

@@ -13,7 +13,8 @@ Two measures, on a console of ``--width`` columns writing to memory (no terminal
   writer, the live tail refreshed after every row (the most the display would), with the drawings
   made, the characters drawn and the processor time they took;
 - **idle refreshes**: the live display refreshed ``--rows`` times more after the table's tail, the
-  message unchanged (an agent thinking between two words): the time each took and what it wrote.
+  message unchanged (an agent thinking between two words): the time each took and what it wrote; the
+  same for the reasoning the chat shows dimmed while it streams (``chatview._Thinking``).
 
 No figure is asserted anywhere (``tests/test_bench_smoke.py`` only runs it).
 """
@@ -35,6 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agui_client.cli import chatview  # noqa: E402
+from agui_client.cli.render import PlainOutput  # noqa: E402
 from agui_client.cli.terminal import SafeConsole  # noqa: E402
 
 
@@ -111,6 +113,24 @@ def idle(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[st
     return {"refreshes": rows, "ms each": took / rows * 1000, "written": wrote}
 
 
+def idle_thinking(rows: int, width: int) -> dict[str, Any]:
+    """The reasoning display given some lines, then refreshed ``rows`` times unchanged: as :func:`idle`."""
+    sink = io.StringIO()
+    thinking = chatview._Thinking(PlainOutput(io.StringIO()), _console(width, sink))
+    thinking.feed("".join(f"step {n}: weighing the options\n" for n in range(20)))
+    live = thinking._live
+    assert live is not None
+    live.refresh()
+    before = len(sink.getvalue())
+    started = time.process_time()
+    for _ in range(rows):
+        live.refresh()
+    took = time.process_time() - started
+    wrote = len(sink.getvalue()) - before
+    thinking.fold()
+    return {"refreshes": rows, "ms each": took / rows * 1000, "written": wrote}
+
+
 def tail(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[str, Any]:
     """A block streamed a row at a time, the live tail refreshed after each: drawings, characters, time."""
     drawn: list[int] = []
@@ -161,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
               f"of {row['chars drawn']:,} characters")
     row = results["idle refreshes"] = idle(*tails["table"], args.rows, args.width)
     print(f"idle refreshes of a table's tail        {row['refreshes']:>9,}       {row['ms each']:7.3f} ms each, "
+          f"{row['written']:,} written")
+    row = results["idle reasoning refreshes"] = idle_thinking(args.rows, args.width)
+    print(f"idle refreshes of the reasoning shown   {row['refreshes']:>9,}       {row['ms each']:7.3f} ms each, "
           f"{row['written']:,} written")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))

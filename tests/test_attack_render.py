@@ -335,3 +335,31 @@ def test_a_refresh_of_a_tail_that_did_not_change_writes_nothing(monkeypatch: pyt
 
     assert quiet == 0 and len(redrawn) == 2
     assert moved > 0 and redrawn[-1].endswith("| 2 | y |\n")
+
+
+def test_a_refresh_of_reasoning_that_did_not_change_writes_nothing() -> None:
+    # The reasoning shown dimmed while it streams refreshes 12 times a second as the Markdown tail does, and
+    # each refresh wrote its lines again while the agent paused (some 0.3 ms and 200 characters each).
+    from agui_client.cli import chatview
+    from agui_client.cli.render import PlainOutput
+    from agui_client.cli.terminal import SafeConsole
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=80, height=25, force_terminal=True, color_system="truecolor")
+    thinking = chatview._Thinking(PlainOutput(io.StringIO()), console)
+    thinking.feed("weighing the first option\nthen the second\n")
+    live = thinking._live
+    assert live is not None
+    live.refresh()
+    shown = sink.getvalue()
+    for _ in range(50):
+        live.refresh()
+    quiet = sink.getvalue()[len(shown):]
+    thinking.feed("and a third")
+    live.refresh()
+    moved = sink.getvalue()[len(shown) + len(quiet):]
+    thinking.fold()
+
+    assert "then the second" in shown
+    assert quiet == ""
+    assert "and a third" in moved  # (a change is drawn at the next refresh)

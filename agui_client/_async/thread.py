@@ -227,7 +227,9 @@ class AsyncThread(AsyncThreadIO):
             plan = await self._planned(message, resume, tools, context, forwarded_props, state, run_id,
                                        pending_unknown, run_timeout, headers)
             watch.planned(plan)
-            flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
+            handle = StreamHandle()
+            flow = self._turn(plan, handle, quiet=False, interrupted=INTERRUPTED)
+            said = partial(self._store_text, handle=handle, headers=plan.headers)
             exchange = _AsyncExchange(watch)
             hand: Hand = await self._drive(flow, exchange)
             stream = AsyncRunStream(plan.run_input, self._state)
@@ -238,11 +240,11 @@ class AsyncThread(AsyncThreadIO):
                 yield stream
             except BaseException as exc:
                 settle = partial(self._leave_stream, flow, exchange, stream, exc, self._kept_busy())
-                _left(stream, settle, watch, exc)
+                _left(stream, settle, watch, exc, said)
                 await settle()
                 raise
             settle = partial(self._leave_stream, flow, exchange, stream, None, self._kept_busy())
-            _left(stream, settle, watch, None)
+            _left(stream, settle, watch, None, said)
             await settle()
 
     async def release_claim(self, *, force: bool = False) -> None:
@@ -321,6 +323,8 @@ class AsyncThread(AsyncThreadIO):
         _check_open(self)
         _check_loop_keywords(kwargs, "stream_until_done")
         with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
+            # (a store error's text through the client's redactor; the thread's last run's, else)
+            said = partial(self._store_text, handle=None, headers=())
             loop = AsyncLoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _AsyncExchange(), watch, loop)
             await self._next_run(pump)
@@ -330,11 +334,11 @@ class AsyncThread(AsyncThreadIO):
                 yield loop
             except BaseException as exc:
                 settle = partial(self._leave_loop, pump, exc, self._kept_busy())
-                _left(loop, settle, watch, exc)
+                _left(loop, settle, watch, exc, said)
                 await settle()
                 raise
             settle = partial(self._leave_loop, pump, None, self._kept_busy())
-            _left(loop, settle, watch, None)
+            _left(loop, settle, watch, None, said)
             await settle()
 
     # -- the pump --------------------------------------------------------------------------------------
@@ -557,14 +561,14 @@ def _loop_left(loop: AsyncLoopStream, watch: Any) -> None:
 
 
 def _left(stream: AsyncRunStream | AsyncLoopStream, settle: Callable[[], Any], watch: Any,
-          exc: BaseException | None) -> None:
+          exc: BaseException | None, said: Callable[[BaseException], str]) -> None:
     """The block of ``stream`` was left (on ``exc``, or normally): ``stream_left``, and the span's end where
     the run is settled. Handed to the reader inside a step (``StreamMisused``, raised again), the span ends
     when that reader has settled the run, with its outcome: the block's ``STREAM-SHARED`` is not the run's.
     The watch is told after the hand-over, which another OS thread may take at once: it ends the span once,
     whichever comes first."""
     try:
-        stream_left(stream, partial(_settled_by_reader, settle, watch, exc))
+        stream_left(stream, partial(_settled_by_reader, settle, watch, exc), said)
     except StreamMisused:
         watch.handed()
         raise

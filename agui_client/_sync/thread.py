@@ -193,7 +193,9 @@ class Thread(ThreadIO):
             plan = self._planned(message, resume, tools, context, forwarded_props, state, run_id,
                                  pending_unknown, run_timeout, headers)
             watch.planned(plan)
-            flow = self._turn(plan, StreamHandle(), quiet=False, interrupted=INTERRUPTED)
+            handle = StreamHandle()
+            flow = self._turn(plan, handle, quiet=False, interrupted=INTERRUPTED)
+            said = partial(self._store_text, handle=handle, headers=plan.headers)
             exchange = _Exchange(watch)
             hand: Hand = self._drive(flow, exchange)
             stream = RunStream(plan.run_input, self._state)
@@ -204,11 +206,11 @@ class Thread(ThreadIO):
                 yield stream
             except BaseException as exc:
                 settle = partial(self._leave_stream, flow, exchange, stream, exc, self._kept_busy())
-                _left(stream, settle, watch, exc)
+                _left(stream, settle, watch, exc, said)
                 settle()
                 raise
             settle = partial(self._leave_stream, flow, exchange, stream, None, self._kept_busy())
-            _left(stream, settle, watch, None)
+            _left(stream, settle, watch, None, said)
             settle()
 
     def release_claim(self, *, force: bool = False) -> None:
@@ -287,6 +289,8 @@ class Thread(ThreadIO):
         _check_open(self)
         _check_loop_keywords(kwargs, "stream_until_done")
         with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
+            # (a store error's text through the client's redactor; the thread's last run's, else)
+            said = partial(self._store_text, handle=None, headers=())
             loop = LoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _Exchange(), watch, loop)
             self._next_run(pump)
@@ -296,11 +300,11 @@ class Thread(ThreadIO):
                 yield loop
             except BaseException as exc:
                 settle = partial(self._leave_loop, pump, exc, self._kept_busy())
-                _left(loop, settle, watch, exc)
+                _left(loop, settle, watch, exc, said)
                 settle()
                 raise
             settle = partial(self._leave_loop, pump, None, self._kept_busy())
-            _left(loop, settle, watch, None)
+            _left(loop, settle, watch, None, said)
             settle()
 
     # -- the pump --------------------------------------------------------------------------------------
@@ -523,14 +527,14 @@ def _loop_left(loop: LoopStream, watch: Any) -> None:
 
 
 def _left(stream: RunStream | LoopStream, settle: Callable[[], Any], watch: Any,
-          exc: BaseException | None) -> None:
+          exc: BaseException | None, said: Callable[[BaseException], str]) -> None:
     """The block of ``stream`` was left (on ``exc``, or normally): ``stream_left``, and the span's end where
     the run is settled. Handed to the reader inside a step (``StreamMisused``, raised again), the span ends
     when that reader has settled the run, with its outcome: the block's ``STREAM-SHARED`` is not the run's.
     The watch is told after the hand-over, which another OS thread may take at once: it ends the span once,
     whichever comes first."""
     try:
-        stream_left(stream, partial(_settled_by_reader, settle, watch, exc))
+        stream_left(stream, partial(_settled_by_reader, settle, watch, exc), said)
     except StreamMisused:
         watch.handed()
         raise

@@ -447,8 +447,7 @@ class Chat:
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)
             try:
-                # Judged on its own: the other open interrupts are not answered yet.
-                ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build()
+                forms.judge_alone(interrupt, payload, max_schema_steps=self.thread.client.max_schema_steps)
             except ExpiredInterruptAnswered:
                 return _EXPIRED
             except InvalidResumePayload as exc:

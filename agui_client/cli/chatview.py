@@ -276,8 +276,8 @@ class _MarkdownWriter(_Writer):
             redrawn = self._redrawn = _Redrawn(lambda: self._rendered(self._shown()), clock=self._clock,
                                                work=self._work)
             with held_signals():  # (a display cut while it starts or stops stays half-drawn: see cli.stopping)
-                self._live = _TailLive(redrawn, console=self.console, auto_refresh=True, refresh_per_second=12,
-                                       transient=True, vertical_overflow="ellipsis",
+                self._live = _TailLive(redrawn.drawn_again, console=self.console, auto_refresh=True,
+                                       refresh_per_second=12, transient=True, vertical_overflow="ellipsis",
                                        get_renderable=lambda: _live_width(self.console, redrawn))
                 self._live.start()
 
@@ -451,6 +451,7 @@ class _Thinking:
         self._text: list[str] = []
         self._size = 0
         self._live: Live | None = None
+        self._changed = True  # (text came since the display last drew it)
         if console is None:
             out.end_line()
             out.inline("thinking: ", "dim italic")
@@ -464,16 +465,24 @@ class _Thinking:
         if self._size > 4096:  # (only the last lines are shown: keep what they need)
             joined = "".join(self._text)[-2048:]
             self._text, self._size = [joined], len(joined)
+        self._changed = True
         if self._live is None:
             self.out.end_line()
             self.out.stop_waiting()
             with held_signals():  # (as for the Markdown tail)
-                self._live = Live(console=self.console, auto_refresh=True, refresh_per_second=12, transient=True,
-                                  vertical_overflow="crop",
-                                  get_renderable=lambda: _live_width(self.console, self._shown()))
+                # (a refresh with nothing new is skipped, as the Markdown tail's: see _TailLive)
+                self._live = _TailLive(self._stale, console=self.console, auto_refresh=True, refresh_per_second=12,
+                                       transient=True, vertical_overflow="crop",
+                                       get_renderable=lambda: _live_width(self.console, self._shown()))
                 self._live.start()
 
+    def _stale(self, columns: int) -> bool:
+        return self._changed
+
     def _shown(self) -> Text:
+        # (what the display draws: the mark is taken down as the text is read, so text that comes while
+        # it draws is drawn next time)
+        self._changed = False
         lines = "".join(self._text).splitlines()[-THINKING_LINES:]
         return safe_text("thinking: " + "\n".join(lines), "dim italic")
 
@@ -498,20 +507,22 @@ LIVE_MARGIN = 2
 
 
 class _TailLive(Live):
-    """rich's ``Live`` for a :class:`_Redrawn` tail: a refresh that would show the tail as it was last drawn
-    is skipped. The display refreshes 12 times a second while a message streams, and each refresh wrote
-    the whole tail to the terminal again (its lines, the cursor moved back over them), some 2 ms of work
-    when nothing had changed, as while the agent thinks between two words."""
+    """rich's ``Live`` for a tail redrawn while it streams (a :class:`_Redrawn` Markdown tail, the reasoning
+    shown): a refresh that would show the tail as it was last drawn is skipped. The display refreshes 12
+    times a second while a message streams, and each refresh wrote the whole tail to the terminal again
+    (its lines, the cursor moved back over them), some 2 ms of work when nothing had changed, as while the
+    agent thinks between two words. ``stale(columns)``: whether the tail is to be drawn again at a width
+    of ``columns`` (asked only while the terminal's width is as at the last refresh)."""
 
-    def __init__(self, redrawn: _Redrawn, **options: Any) -> None:
+    def __init__(self, stale: Callable[[int], bool], **options: Any) -> None:
         super().__init__(**options)
-        self._redrawn = redrawn
+        self._stale = stale
         self._shown_at: int | None = None  # (the terminal's width at the last refresh)
 
     def refresh(self) -> None:
         """Draw the tail again, unless it and the terminal's width are as at the last refresh."""
         width = self.console.width
-        if width == self._shown_at and not self._redrawn.drawn_again(_live_columns(width)):
+        if width == self._shown_at and not self._stale(_live_columns(width)):
             return
         self._shown_at = width
         super().refresh()

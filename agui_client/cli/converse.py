@@ -210,7 +210,9 @@ class Conversation:
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
-        builder.build()  # refuses an incomplete or invalid list here, with every offending id
+        # Refuses an incomplete or invalid list here, with every offending id (within the client's
+        # ceiling, as the run will check it).
+        builder.build(max_schema_steps=self.thread.client.max_schema_steps)
         for entry in builder.entries:
             if entry.status == "resolved":
                 self.out.line(f"answer to {ascii_named(entry.interrupt_id)}: {answer_text(entry.payload)}", "bold")
@@ -252,7 +254,7 @@ class Conversation:
             payload = forms.ask_payload(interrupt.response_schema, self.asker)
             try:
                 # Judged on its own: the other open interrupts are not answered yet.
-                ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build()
+                forms.judge_alone(interrupt, payload, max_schema_steps=self.thread.client.max_schema_steps)
             except ExpiredInterruptAnswered:
                 return _EXPIRED
             except UnusableResponseSchema:

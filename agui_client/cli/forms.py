@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from .._inert import ascii_named, one_line, unmixed
-from ..core.interrupts import check_answer
+from ..core.interrupts import ResumeBuilder, check_answer
 from ..wire.types.base import JSON
+from ..wire.types.run import Interrupt
 
 __all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
-           "field_errors", "typed_json", "answer_parts"]
+           "field_errors", "judge_alone", "typed_json", "answer_parts"]
 
 #: What ``--yes`` sends, and what the JSON prompt offers, when an interrupt carries no schema.
 NO_SCHEMA_ANSWER: dict[str, Any] = {"approved": True}
@@ -225,6 +226,18 @@ def field_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
     # whose references point outside it) judges nothing here: the resume builder judges the whole
     # payload, and says why.
     return [problem.message for problem in check_answer(schema, value) if problem.code == "invalid"]
+
+
+def judge_alone(interrupt: Interrupt, payload: JSON, *, max_schema_steps: int | None) -> None:
+    """Judge one answer as the resume will, before the person is told it was taken: on its own (the
+    other open interrupts are not answered yet) and within ``max_schema_steps``, the client's ceiling.
+
+    Raises:
+        ResumeRefused: as ``ResumeBuilder.build()`` does (expired, invalid, a schema that cannot judge).
+    """
+    # The client's ceiling, not the default: the run checks the answer again within it, so a form that
+    # judged with another would take an answer the run then refuses (or refuse one it would send).
+    ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build(max_schema_steps=max_schema_steps)
 
 
 def typed_json(text: str) -> Any:

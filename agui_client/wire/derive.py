@@ -132,6 +132,9 @@ class Derived:
         self.caches: list[ShapeCache] = []
         self._caches: dict[Callable[[Any], Any], ShapeCache] = {}
         self._routers: list[Router] = []
+        # Each router made, by what it was made from: asked again, the same router is handed back, so
+        # repeated calls (an import run again, a test) do not add a router and a cache each.
+        self._routed: dict[tuple[Any, ...], Router | None] = {}
         self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
         self._inline = _InlineLists(self)
         writers = Writers(policy)
@@ -164,13 +167,18 @@ class Derived:
                 kept as JSON, a patch kept as the list it arrived as).
             vetted: the route runs the class's check itself, when it needs its verdict (raising
                 :class:`Fallback` when the check refuses), so the reader does not.
+
+        Asked again with the same arguments, it returns the router it made then.
         """
+        key = (cls, route, tuple((overrides or {}).items()), vetted)
+        if key in self._routed:
+            return self._routed[key]
         fields = self._fields(cls, _ROUTE, overrides or {})
-        if fields is None:
-            return None
-        made = self._class(cls, fields, _ROUTE, route, vetted=vetted)
-        assert isinstance(made, Router)
-        self._routers.append(made)
+        made = None if fields is None else self._class(cls, fields, _ROUTE, route, vetted=vetted)
+        assert made is None or isinstance(made, Router)
+        if made is not None:
+            self._routers.append(made)
+        self._routed[key] = made
         return made
 
     def clear_shapes(self) -> None:

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from .._inert import QUOTED_CHARS, quoted
 from ..errors import AguiWarning, DecodeError, LimitExceeded, UnencodableValue
 from .depth import nests_deeper, opening_brackets
 from .values import ORJSON, cycle_at, shown_key
@@ -778,6 +779,22 @@ def _string_problem(text: str) -> str | None:
     return None
 
 
+def _key_shown(key: Any) -> str:
+    """A key that is not JSON as a problem's reason quotes it: its ``repr``, cut at ``QUOTED_CHARS``.
+
+    The reason is in the error's text and its ``reason``, which logs keep: a state may hold a key of
+    16 MiB (one an agent set, sent back), and the reason showed all of it.
+    """
+    if isinstance(key, str):
+        # (cut before it is written out: the repr of 16 MiB would be made whole only to be cut)
+        rest = len(key) - QUOTED_CHARS
+        return repr(key[:QUOTED_CHARS]) + (f"... ({rest} more characters)" if rest > 0 else "")
+    try:
+        return quoted(repr(key))
+    except ValueError:  # (an int past the interpreter's digits limit has no repr)
+        return f"<a {type(key).__name__} too long to show>"
+
+
 def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str] | None:
     """Where ``value`` stops being JSON, and why; ``None`` when all of it is JSON.
 
@@ -831,11 +848,11 @@ def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str
         if isinstance(item, dict):
             for key in item:
                 if not isinstance(key, str):
-                    return at(segment), (f"key {key!r} is not a string (type {type(key).__name__}); "
+                    return at(segment), (f"key {_key_shown(key)} is not a string (type {type(key).__name__}); "
                                          "JSON keys are strings")
                 reason = None if lone_surrogates else _string_problem(key)
                 if reason is not None:
-                    return at(segment), f"key {key!r}: {reason}"
+                    return at(segment), f"key {_key_shown(key)}: {reason}"
         on_path.add(id(item))
         stack.append((item, segment, True))
         if segment is not None:

@@ -132,7 +132,11 @@ def _paths(doc: Any, prefix: str = "", parent: bool | None = None) -> list[tuple
     return out
 
 
-@settings(max_examples=150, deadline=None)
+# (derandomized, which also turns the example database off: the same 150 examples in every run. It failed
+# once with HypothesisDeprecationWarning, "Do not use the `random` module inside strategies": the global
+# generator moved while a draw ran, as the client's retry jitter, drawn from it in another thread, could
+# make it do; the jitter now has a generator of its own, tests/thread/test_retries.py)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.data())
 def test_state_after_n_deltas_equals_the_patches_applied_to_a_plain_dict(data: st.DataObject) -> None:
     snapshot = data.draw(st.dictionaries(keys, documents, max_size=3))

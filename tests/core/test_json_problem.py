@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from agui_client import UnencodableValue
+from agui_client._inert import QUOTED_CHARS
+from agui_client.testing import ScriptedAgent
 from agui_client.wire.jsonio import json_problem
 
 __all__: list[str] = []
@@ -69,3 +72,34 @@ def test_a_deep_value_does_not_exhaust_the_stack_nor_cost_the_square_of_its_dept
     assert json_problem(deep) is None
     deep = [deep, float("nan")]
     assert json_problem(deep) == ("/1", "nan is not a JSON number")
+
+
+#: A key as long as a state may hold (an agent's event reaches 16 MiB; a mebibyte is enough to show the cut).
+LONG = 1 << 20
+
+
+def test_a_long_bad_key_is_shown_cut_at_the_quoting_bound() -> None:
+    key = "\udc00" + "k" * LONG
+    surrogate = json_problem({"state": {key: 1}})
+    not_text = json_problem({("k" * LONG,): 1})
+    huge_int = json_problem({10**5000: 1})  # (past the interpreter's digits limit: it has no repr)
+
+    assert surrogate == ("/state", f"key {key[:QUOTED_CHARS]!r}... ({LONG + 1 - QUOTED_CHARS} more "
+                                   "characters): a lone surrogate U+DC00 at character 0 is not text JSON can carry")
+    assert not_text is not None and not_text[1].startswith("key ('kkk")
+    assert not_text[1].endswith(f"... ({LONG + 5 - QUOTED_CHARS} more characters) is not a string (type tuple); "
+                                "JSON keys are strings")
+    assert huge_int == ("", "key <a int too long to show> is not a string (type int); JSON keys are strings")
+    # A short key is shown whole, as before.
+    assert json_problem({1: "x"}) == ("", "key 1 is not a string (type int); JSON keys are strings")
+
+
+def test_a_run_refusing_a_long_bad_key_says_it_cut(drive: Any, served: Any) -> None:
+    endpoint = served(ScriptedAgent.chat("unused"))
+    with drive.client(endpoint.url) as client:
+        with pytest.raises(UnencodableValue) as refused:
+            client.thread().run("hi", state={"\ud800" + "k" * LONG: 1})
+
+    assert len(str(refused.value)) < 2 * QUOTED_CHARS and len(refused.value.reason) < 2 * QUOTED_CHARS
+    assert f"... ({LONG + 1 - QUOTED_CHARS} more characters): a lone surrogate U+D800" in refused.value.reason
+    assert endpoint.received == []  # (nothing was sent)

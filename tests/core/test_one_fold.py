@@ -283,3 +283,27 @@ def test_a_routers_last_shape_function_reads_only_objects_of_exactly_its_keys() 
                                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "timestamp": 1}], start=2):
         assert router.last(other, None, index) is derive.MISS, other
     assert read == [(0, "a", None), (1, "b", None)]
+
+
+def test_front_asked_again_hands_back_its_router_and_adds_no_cache() -> None:
+    """``codec.front`` made a router, and registered it and its shape cache, at every call: repeated calls
+    grew the ``Derived`` instance's lists for as long as the process ran."""
+    from agui_client.core.front import FrontEnd
+    from agui_client.types import StateDeltaEvent, TextMessageContentEvent
+    from agui_client.wire import codec
+
+    def route(session: Any, index: int, message_id: str, delta: str, subagent_run_id: Any = None,
+              timestamp: Any = None, raw_event: Any = None, metadata: Any = None) -> None:
+        pass
+    first = codec.front(TextMessageContentEvent, route)
+    vetted = codec.front(StateDeltaEvent, FrontEnd._state_delta, vetted=True)
+    caches, routers = len(codec._derived.caches), len(codec._derived._routers)
+
+    for _ in range(50):
+        assert codec.front(TextMessageContentEvent, route) is first
+        assert codec.front(StateDeltaEvent, FrontEnd._state_delta, vetted=True) is vetted
+
+    assert (len(codec._derived.caches), len(codec._derived._routers)) == (caches, routers)
+    # Another route is another router (what it calls is part of what it is).
+    assert codec.front(TextMessageContentEvent, lambda *values: None) is not first
+    assert len(codec._derived.caches) == caches + 1

@@ -293,3 +293,26 @@ def test_the_cli_bounds_a_responses_schemas_with_max_schema_steps(served: Any) -
     assert unbounded.returncode == 0, unbounded.stderr
     assert "SCHEMA-STEPS" not in unbounded.stdout + unbounded.stderr
     assert refused.returncode == 2 and "--max-schema-steps" in refused.stderr
+
+
+#: Each item costs its check some 27 steps, more than the 20 it buys: 10,000 of them spend about 270,000
+#: of the 400,000 the default allows them, past a ceiling of 250,000 the schema itself stays within.
+COSTLY_ITEMS = {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]}}
+
+
+def test_the_clis_form_checks_use_max_schema_steps(served: Any) -> None:
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=COSTLY_ITEMS))
+    items = json.dumps(list(range(10_000)))
+
+    chat = agui_here("chat", endpoint.url, "--max-schema-steps", "250000", stdin=f"hi\n{items}\n")
+    run = agui_here("run", endpoint.url, "-m", "hi", "--max-schema-steps", "250000", "--answer", items)
+
+    # The chat's form refuses the answer as the run would and asks again (the input then ends), where it
+    # took it with the default ceiling and the run refused it after "answer: ..." was shown.
+    assert "not accepted: responseSchema cannot be used (over-budget" in chat.stdout
+    assert "once more:" in chat.stdout and "\nanswer: [0, 1" not in chat.stdout
+    # `agui run --answer` refuses before saying the answer was taken.
+    assert run.returncode != 0 and "over-budget" in run.stdout
+    assert "answer to interrupt-1" not in run.stdout
+    # Neither sent a resume: the agent saw the first request of each, and nothing more.
+    assert len(endpoint.received) == 2 and all("resume" not in request.body for request in endpoint.received)

@@ -536,3 +536,19 @@ def test_a_client_closed_while_a_retry_waits_sends_nothing_more_and_says_so(
     assert endpoint.agent.request_count == 1  # (the busy try only)
     stored = store.load("t1")
     assert stored is None or stored.claim is None  # (the turn gave the thread back)
+
+
+def test_a_retry_leaves_the_global_random_generator_as_it_was(drive: Any, served: Any) -> None:
+    """The jitter comes from the client's own generator: the ``random`` module's is the application's (seeded
+    for a reproducible run, or a property test's, which Hypothesis watches while it draws: a retry in another
+    thread that moved it then failed the draw with ``HypothesisDeprecationWarning``)."""
+    import random
+
+    endpoint = served(ScriptedAgent([BUSY, BUSY, [Start(), Finish()]]))
+    random.seed(25)
+    before = random.getstate()
+    with drive.client(endpoint.url, max_retries=2) as client:
+        assert client.thread().run("hi").outcome == "success"
+
+    assert endpoint.agent.request_count == 3  # (two retries, each with its jitter)
+    assert random.getstate() == before

@@ -179,6 +179,43 @@ def test_a_reader_whose_read_fails_and_whose_handed_settling_fails_sees_its_read
         assert thread.run("next").text == "again"
 
 
+class ReleaseEchoes(MemoryStore):
+    """A store whose ``release`` fails quoting a credential it shares with the agent's endpoint."""
+
+    said = ""
+
+    def release(self, thread_id: str, *, claimed_version: int, owner: str) -> int:
+        if self.said:
+            raise ag.StoreError(f"the store is down (connected with {self.said})", thread_id=thread_id)
+        return super().release(thread_id, claimed_version=claimed_version, owner=owner)
+
+
+def test_the_line_a_failed_handed_settling_logs_goes_through_the_runs_redactor(
+        drive: Any, served: Any, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+    """The store's text in the line the reader logs is redacted as the thread's own store lines are: the
+    token of the run's headers (given to this run only, so the client's own redactor does not know it)."""
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), Disconnect()],
+                                     [Start(), *text_message("m-2", "again"), Finish()]]))
+    store = ReleaseEchoes()
+    with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
+        thread = client.thread("echoed")
+        with pytest.raises(ag.StreamMisused) as left:
+            with thread.stream("hi", headers={"Authorization": "Bearer sekrit-run-token"}) as stream:
+                read_first_message_sync(stream)
+                readers = Readers(stream)
+        assert left.value.code == "STREAM-SHARED"
+        store.said = "Bearer sekrit-run-token"
+        with caplog.at_level(logging.WARNING, logger="agui_client"):
+            gate.open()
+            readers.join()
+        _, cut = readers.failed
+        assert endpoint.received[0].headers["authorization"] == "Bearer sekrit-run-token"  # (it was sent)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"run {stream.run_input.run_id!r}: settling it after its stream's block was left failed while the "
+            f"reader inside a step ended with {type(cut).__name__}: the store is down (connected with "
+            "[redacted])"]  # (before: the token whole)
+
+
 @pytest.mark.parametrize("streamed", ["stream", "stream_until_done"])
 def test_a_handed_settling_that_fails_is_the_streams_recorded_outcome_and_its_readers_error(
         drive: Any, served: Any, gate: Gate, streamed: str) -> None:
