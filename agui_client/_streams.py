@@ -346,12 +346,8 @@ def _close_events(stream: _Stream) -> None:
     """Close a sync stream's events (the pump's generator): :class:`StreamMisused` while another OS thread
     is inside its step, where Python said ``ValueError("generator already executing")``, as it does for
     a second reader (:meth:`_Reader.__next__`)."""
-    try:
-        stream._events.close()  # type: ignore[attr-defined]
-    except ValueError as exc:
-        if _executing(exc):
-            raise _shared(stream) from None
-        raise
+    if not _closed_unless_running(stream):
+        raise _shared(stream)
 
 
 def _settled_here(stream: _Stream, raising: BaseException | None = None) -> bool:
@@ -364,7 +360,7 @@ def _settled_here(stream: _Stream, raising: BaseException | None = None) -> bool
         return False  # (the leaving side settled it, or the block is not left)
     stream._step = None
     with suppress(ValueError):  # (another thread went on into the events: it ends before a step, at _left)
-        stream._events.close()  # type: ignore[attr-defined]
+        _closed_unless_running(stream)
     try:
         settle()
     except Exception as failed:
@@ -386,6 +382,29 @@ def _settling_failed(stream: _Ending, raising: BaseException, failed: Exception)
     # credential it shares with the agent's endpoint, and a log line is written whatever the caller does)
     logger.warning("%s: settling it after its stream's block was left failed while the reader inside a step "
                    "ended with %s: %s", which, type(raising).__name__, stream._said(failed))
+
+
+def _closed_unless_running(stream: _Stream) -> bool:
+    """Close a sync stream's events (the generator ``_stepped`` made) unless another OS thread is running
+    them; whether they were closed.
+
+    Asked first, not left to the ``ValueError`` Python raises: CPython 3.11's ``close()`` of a generator
+    another thread runs reads that thread's frame (its next instruction, its stack) before it looks at
+    whether the generator runs, and a frame in the middle of a call can read as one inside ``yield from``:
+    the process then dies of a segmentation fault (met once in a full test run, the reader inside a
+    tool handler while the block was left). ``gi_running`` is a plain read of the generator's state. A
+    thread that starts running them between the look and the close still gets the ``ValueError``.
+    """
+    events = stream._events
+    if getattr(events, "gi_running", False):
+        return False
+    try:
+        events.close()  # type: ignore[attr-defined]
+    except ValueError as exc:
+        if not _executing(exc):
+            raise
+        return False
+    return True
 
 
 def _executing(exc: ValueError) -> bool:
@@ -709,11 +728,7 @@ def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any],
         handed = False
         with stream._lock:
             stream._left = True
-            try:
-                stream._events.close()  # type: ignore[attr-defined]  # (the generator _stepped made)
-            except ValueError as exc:
-                if not _executing(exc):
-                    raise
+            if not _closed_unless_running(stream):
                 stream._settle, handed = settle, True
         if handed:
             raise _shared(stream, left=True)
