@@ -419,6 +419,22 @@ def test_a_result_id_taken_by_another_calls_result_is_a_collision_and_by_its_own
     assert hostile_golden.has_shared_id(results("c2"), history)
 
 
+def test_a_result_named_after_a_reasoning_message_a_snapshot_kept_is_a_collision() -> None:
+    # Twenty-fifth round: a snapshot that leaves out the thread's reasoning (and activity) messages keeps them
+    # (MS-03), so a result renamed after one later in the run still shares its id
+    # (f-chain-s20261243.5-k3-snapshot-rewrites~m20261246.0, rename-result-as-reasoning: reported DIFF before).
+    history = {"messages": [{"id": "r1", "role": "reasoning", "content": "thinking"},
+                            {"id": "a1", "role": "activity", "activityType": "plan", "content": {}}]}
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": "hi"}]}
+    for taken in ("r1", "a1"):
+        result = {"type": "TOOL_CALL_RESULT", "messageId": taken, "toolCallId": "c1", "content": "x"}
+        assert hostile_golden.has_shared_id(_run(snapshot, result), history), taken
+    # A snapshot keeps no other message: a result named after the user message it left out takes a free id.
+    gone = {"messages": [{"id": "u0", "role": "user", "content": "before"}]}
+    result = {"type": "TOOL_CALL_RESULT", "messageId": "u0", "toolCallId": "c1", "content": "x"}
+    assert not hostile_golden.has_shared_id(_run(snapshot, result), gone)
+
+
 def _run(*body: dict[str, Any]) -> list[Any]:
     return [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, *body,
             {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]

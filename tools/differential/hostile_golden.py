@@ -186,6 +186,7 @@ def has_result_again(events: list[Event], inp: dict[str, Any] | None) -> bool:
 # parentless call's message (keyed by the call's id) and the calls naming it; an assistant message restated.
 _ONE_MESSAGE = (frozenset({"text", "holder", "assistant"}), frozenset({"parentless", "holder", "assistant"}))
 _ASSISTANT = frozenset({"text", "holder", "assistant", "parentless"})  # (claims of assistant messages)
+_KEPT = frozenset({"activity", "reasoning"})  # (claims of messages a snapshot that leaves them out keeps)
 
 
 def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
@@ -194,6 +195,9 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
     held = set(_calls_in((inp or {}).get("messages")))  # (a call held already makes no message when started again)
 
     def restate(messages: Any) -> bool:
+        # A snapshot keeps the thread's activity and reasoning messages it does not restate (MS-03, golden
+        # messages-snapshot-keeps-local-activity-reasoning), so their ids stay taken past it.
+        kept = {key: kinds & _KEPT for key, kinds in claims.items() if kinds & _KEPT}
         claims.clear()
         held.clear()
         held.update(_calls_in(messages))
@@ -202,6 +206,8 @@ def has_shared_id(events: list[Event], inp: dict[str, Any] | None) -> bool:
             if isinstance(m, dict):
                 role = str(m.get("role"))
                 claims.setdefault(m.get("id"), set()).add(f"result:{m.get('toolCallId')}" if role == "tool" else role)
+        for key, kinds in kept.items():
+            claims.setdefault(key, kinds)
         return len(ids) != len(set(ids)) or any(not _one(kinds) for kinds in claims.values())
 
     def claim(key: Any, kind: str) -> bool:
