@@ -85,6 +85,17 @@ _SLOWER = ("that is the client's idle_timeout; raise it for an agent that works 
            "keep-alive comment also resets the wait)")
 
 
+def _positive_or_none(name: str, value: int | None) -> int | None:
+    """``value`` for the limit ``name`` if it is a positive ``int`` or ``None``; else ``ValueError``.
+
+    Checked when the limit is set, not at the first read: a zero would fail every run at once, a float
+    with a ``TypeError`` from inside the read loop or the fold.
+    """
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    return value
+
+
 def _reason(exc: BaseException) -> str:
     """What went wrong, for a message: httpx's text, or its type when that is empty (a closed client)."""
     text = quoted(str(exc))
@@ -498,9 +509,7 @@ class ClientBase:
     def max_run_bytes(self, value: int | None) -> None:
         # (checked here, not at the first read: a zero would fail every run with RUN-BYTES, a float
         # with a TypeError from inside the read loop)
-        if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_run_bytes must be a positive int or None, got {value!r}")
-        self._max_run_bytes = value
+        self._max_run_bytes = _positive_or_none("max_run_bytes", value)
 
     @property
     def max_run_memory(self) -> int | None:
@@ -523,9 +532,7 @@ class ClientBase:
     @max_run_memory.setter
     def max_run_memory(self, value: int | None) -> None:
         # (checked here, as max_run_bytes is: a zero would refuse every run's first read)
-        if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_run_memory must be a positive int or None, got {value!r}")
-        self._max_run_memory = value
+        self._max_run_memory = _positive_or_none("max_run_memory", value)
 
     @property
     def max_patch_ops(self) -> int | None:
@@ -546,9 +553,7 @@ class ClientBase:
     @max_patch_ops.setter
     def max_patch_ops(self, value: int | None) -> None:
         # (checked here, as the other limits are: a zero would refuse every patch, a float fail mid-run)
-        if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_patch_ops must be a positive int or None, got {value!r}")
-        self._max_patch_ops = value
+        self._max_patch_ops = _positive_or_none("max_patch_ops", value)
 
     @property
     def max_schema_steps(self) -> int | None:
@@ -573,9 +578,7 @@ class ClientBase:
     @max_schema_steps.setter
     def max_schema_steps(self, value: int | None) -> None:
         # (checked here, as the other limits are: a zero would refuse every schema, a float fail mid-run)
-        if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_schema_steps must be a positive int or None, got {value!r}")
-        self._max_schema_steps = value
+        self._max_schema_steps = _positive_or_none("max_schema_steps", value)
 
     def _deadline(self, run_timeout: float | None) -> Deadline | None:
         limit = run_timeout if run_timeout is not None else self.run_timeout

@@ -100,17 +100,9 @@ def idle(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[st
     sink = io.StringIO()
     writer = chatview._MarkdownWriter(_console(width, sink), "agent:")
     writer.feed(head + "".join(row(number) for number in range(20)))
-    live = writer._live
-    assert live is not None
-    live.refresh()
-    before = len(sink.getvalue())
-    started = time.process_time()
-    for _ in range(rows):
-        live.refresh()
-    took = time.process_time() - started
-    wrote = len(sink.getvalue()) - before
+    measured = _refreshed(writer._live, sink, rows)
     writer.close()
-    return {"refreshes": rows, "ms each": took / rows * 1000, "written": wrote}
+    return measured
 
 
 def idle_thinking(rows: int, width: int) -> dict[str, Any]:
@@ -118,7 +110,13 @@ def idle_thinking(rows: int, width: int) -> dict[str, Any]:
     sink = io.StringIO()
     thinking = chatview._Thinking(PlainOutput(io.StringIO()), _console(width, sink))
     thinking.feed("".join(f"step {n}: weighing the options\n" for n in range(20)))
-    live = thinking._live
+    measured = _refreshed(thinking._live, sink, rows)
+    thinking.fold()
+    return measured
+
+
+def _refreshed(live: Any, sink: io.StringIO, rows: int) -> dict[str, Any]:
+    """``live`` refreshed once, then ``rows`` times more with nothing new: the CPU each and what it wrote."""
     assert live is not None
     live.refresh()
     before = len(sink.getvalue())
@@ -126,9 +124,7 @@ def idle_thinking(rows: int, width: int) -> dict[str, Any]:
     for _ in range(rows):
         live.refresh()
     took = time.process_time() - started
-    wrote = len(sink.getvalue()) - before
-    thinking.fold()
-    return {"refreshes": rows, "ms each": took / rows * 1000, "written": wrote}
+    return {"refreshes": rows, "ms each": took / rows * 1000, "written": len(sink.getvalue()) - before}
 
 
 def tail(head: str, row: Callable[[int], str], rows: int, width: int) -> dict[str, Any]:
