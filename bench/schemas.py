@@ -176,14 +176,7 @@ def measure_forms(count: int) -> list[dict[str, Any]]:
             if wrong and n == count - 1:
                 answer[f"form{n}_field1"] = -5
             builder.answer(interrupt.id, answer)
-        start = time.process_time()
-        try:
-            builder.build()
-            verdict = "accepted"
-        except ResumeRefused as exc:
-            codes = {fault.code for faults in exc.faults.values() for fault in faults}
-            verdict = f"{type(exc).__name__} {len(exc.ids)} ids {sorted(codes) or ''}".strip()
-        seconds = time.process_time() - start
+        verdict, seconds = _built(builder)
         rows.append({"forms": count, "answers": label, "schema_bytes": size, "ms": seconds * 1e3,
                      "us_per_byte": seconds * 1e6 / size, "verdict": verdict})
     return rows
@@ -230,6 +223,17 @@ def measure_response(mib: float) -> list[dict[str, Any]]:
     for interrupt in session.state.open_interrupts:
         builder.answer(interrupt.id, "x")
     schema_module.check = watched  # type: ignore[assignment]
+    try:
+        verdict, seconds = _built(builder)
+    finally:
+        schema_module.check = checking  # type: ignore[assignment]
+    rows.append({"what": f"resume answering its {len(session.state.open_interrupts)} interrupts", "bytes": len(payload),
+                 "ms": seconds * 1e3, "steps": sum(spent), "verdict": verdict})
+    return rows
+
+
+def _built(builder: ResumeBuilder) -> tuple[str, float]:
+    """``builder.build()``'s verdict ("accepted", or the refusal's ids and codes) and its CPU seconds."""
     start = time.process_time()
     try:
         builder.build()
@@ -237,12 +241,7 @@ def measure_response(mib: float) -> list[dict[str, Any]]:
     except ResumeRefused as exc:
         codes = {fault.code for faults in exc.faults.values() for fault in faults}
         verdict = f"{type(exc).__name__} {len(exc.ids)} ids {sorted(codes) or ''}".strip()
-    finally:
-        schema_module.check = checking  # type: ignore[assignment]
-    seconds = time.process_time() - start
-    rows.append({"what": f"resume answering its {len(session.state.open_interrupts)} interrupts", "bytes": len(payload),
-                 "ms": seconds * 1e3, "steps": sum(spent), "verdict": verdict})
-    return rows
+    return verdict, time.process_time() - start
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["request_body", "request_json", "sse", "sse_text", "whole_run"]
+__all__ = ["content_cache", "request_body", "request_json", "sse", "sse_text", "whole_run"]
 
 
 def sse(*events: Any, compact: bool = False, ensure_ascii: bool = True) -> bytes:
@@ -60,3 +60,17 @@ async def request_body(receive: Callable[[], Awaitable[Any]]) -> bytes:
 async def request_json(receive: Callable[[], Awaitable[Any]]) -> Any:
     """The JSON of the request an ASGI agent is answering (its :func:`request_body`)."""
     return json.loads(await request_body(receive))
+
+
+def content_cache(decoded: bool) -> Any:
+    """The cache ``TEXT_MESSAGE_CONTENT``'s shapes are compiled into: the decoder's when the events are
+    made (``stream()``, a session handing events back), else the front-end's (``run()``, a quiet session).
+    """
+    from agui_client.core import front
+    from agui_client.wire import codec
+
+    if not decoded:
+        return front.FRONT["TEXT_MESSAGE_CONTENT"].cache
+    cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
+    assert cache is not None
+    return cache

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from clikit import agui_here
+from test_schema_budget import form
 
 from agui_client import AgentClient, LimitExceeded, UnusableResponseSchema
 from agui_client.core import schema as schema_module
@@ -45,18 +46,8 @@ def hostile(number: int, characters: int) -> dict[str, Any]:
     return schema
 
 
-def ordinary(number: int) -> dict[str, Any]:
-    """A 50-field form of its own (the forms of tests/core/test_schema_budget.py)."""
-    kinds: list[dict[str, Any]] = [
-        {"type": "string", "minLength": 1, "maxLength": 200},
-        {"type": "integer", "minimum": 0, "maximum": 10_000},
-        {"type": "string", "enum": ["low", "medium", "high"]},
-        {"type": "boolean"},
-        {"type": "string", "pattern": "^[^@ ]+@[^@ ]+$"},
-    ]
-    properties = {f"form{number}_f{k}": {"title": f"Field {k} of form {number}", **kinds[k % 5]} for k in range(50)}
-    return {"title": f"Form {number}", "type": "object", "properties": properties, "required": list(properties)[:10],
-            "additionalProperties": False}
+# An ordinary 50-field form of its own: test_schema_budget's.
+ordinary = form
 
 
 def answer(number: int) -> dict[str, Any]:

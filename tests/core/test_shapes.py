@@ -13,11 +13,10 @@ import json
 import tracemalloc
 
 import pytest
+from wirekit import content_cache
 
 from agui_client import RunSession
-from agui_client.core import front as front_module
 from agui_client.wire import codec, shapes
-from agui_client.wire.shapes import ShapeCache
 
 #: A TEXT_MESSAGE_CONTENT's keys: every order of all six is a shape of its own (720 of them).
 KEYS = ("type", "messageId", "delta", "timestamp", "rawEvent", "metadata")
@@ -54,21 +53,11 @@ def _fold(payloads: list[bytes], *, events: bool) -> RunSession:
     return session
 
 
-def _content_cache(events: bool) -> ShapeCache:
-    """The cache TEXT_MESSAGE_CONTENT's shapes are compiled into: the front-end's when nobody reads the
-    events, the decoder's when they are made."""
-    if not events:
-        return front_module.FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
-    cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
-    assert cache is not None
-    return cache
-
-
 @pytest.mark.parametrize("events", [False, True], ids=["front-end", "decoder"])
 def test_an_ordinary_responses_new_shape_is_compiled_after_a_response_of_endless_new_shapes(
     fresh_shapes: None, events: bool,
 ) -> None:
-    cache = _content_cache(events)
+    cache = content_cache(events)
     _fold(_response("r1", _hostile(HOSTILE[:200])), events=events)  # 201 new shapes: more than any budget
     # The hostile response paid for what it compiled, every class together, and no more: the rest were
     # read by the one function for all shapes (and folded all the same: _fold checks the text).
@@ -83,7 +72,7 @@ def test_an_ordinary_responses_new_shape_is_compiled_after_a_response_of_endless
 
 
 def test_the_compiled_shapes_stay_bounded_and_a_shape_in_use_is_never_compiled_again(fresh_shapes: None) -> None:
-    cache = _content_cache(False)
+    cache = content_cache(False)
     _fold(_response("r0", [ORDINARY]), events=False)
     ordinary = cache.live[ORDINARY]
     gc.collect()

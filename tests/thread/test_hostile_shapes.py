@@ -9,12 +9,11 @@ import itertools
 from typing import Any
 
 import pytest
+from wirekit import content_cache
 
 from agui_client import TextMessageContentEvent
-from agui_client.core import front as front_module
 from agui_client.testing import Finish, ScriptedAgent, Start
 from agui_client.wire import codec, shapes
-from agui_client.wire.shapes import ShapeCache
 
 KEYS = ("type", "messageId", "delta", "timestamp", "rawEvent", "metadata")
 VALUES = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x", "timestamp": 1, "rawEvent": {"r": 1},
@@ -31,14 +30,6 @@ def _step(orders: list[tuple[str, ...]], message_id: str = "m1") -> list[Any]:
             {"type": "TEXT_MESSAGE_END", "messageId": message_id}, Finish()]
 
 
-def _cache(quiet: bool) -> ShapeCache:
-    if quiet:  # (run() reads no events: the front-end reads them)
-        return front_module.FRONT["TEXT_MESSAGE_CONTENT"].cache  # type: ignore[no-any-return]
-    cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
-    assert cache is not None
-    return cache
-
-
 @pytest.mark.parametrize("quiet", [True, False], ids=["run", "stream"])
 def test_a_hostile_agents_new_shapes_leave_an_ordinary_agents_new_shapes_compiled(
     drive: Any, served: Any, fresh_shapes: None, quiet: bool,
@@ -47,7 +38,7 @@ def test_a_hostile_agents_new_shapes_leave_an_ordinary_agents_new_shapes_compile
     hostile = [[shape for order in orders[n * 150:(n + 1) * 150] for shape in (order, BETWEEN)] for n in range(3)]
     hostile_agent = served(ScriptedAgent([_step(shapes_, f"h{n}") for n, shapes_ in enumerate(hostile)]))
     ordinary_agent = served(ScriptedAgent([_step([ORDINARY] * 4)]))
-    cache = _cache(quiet)
+    cache = content_cache(not quiet)
 
     with drive.client(hostile_agent.url) as client:
         thread = client.thread()
