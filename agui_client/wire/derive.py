@@ -127,7 +127,6 @@ class Derived:
         self._readers: dict[Any, Callable[[Any], Any] | None] = {}
         self._validators: dict[Any, Callable[[Any], Any] | None] = {}
         self._validated_types: dict[Callable[[Any], Any], Any] = {}  # a validator -> the type it validates
-        self._shapes: dict[Callable[[Any], Any], dict[tuple[str, ...], Callable[[Any], Any]]] = {}
         #: Every reader's compiled shapes (see :mod:`~agui_client.wire.shapes`), the routers' included.
         self.caches: list[ShapeCache] = []
         self._caches: dict[Callable[[Any], Any], ShapeCache] = {}
@@ -191,7 +190,8 @@ class Derived:
 
     def shapes_of(self, reader: Callable[[Any], Any]) -> dict[tuple[str, ...], Callable[[Any], Any]]:
         """A class reader's compiled shapes (shape -> function), for callers that dispatch themselves."""
-        return self._shapes.get(reader, {})
+        cache = self._caches.get(reader)
+        return {} if cache is None else cache.live
 
     def cache_of(self, reader: Callable[[Any], Any]) -> ShapeCache | None:
         """A class reader's (or validator's) :class:`~agui_client.wire.shapes.ShapeCache`: its live and
@@ -324,7 +324,7 @@ class Derived:
             # shapes on the allowance in force.
             members, tag = union
             get = members.get
-            tables = {name: self._shapes.get(member, {}) for name, member in members.items()}
+            tables = {name: self.shapes_of(member) for name, member in members.items()}
 
             def dispatch(element: dict[str, Any]) -> Callable[[Any], Any]:
                 """The member's own reader for ``element`` (whose shape is not compiled yet, or whose tag is
@@ -366,7 +366,8 @@ class Derived:
                     append(built(element))
                 return tuple(out)  # (validating returned union_list_valid above)
             return union_list
-        shapes = self._shapes.get(item)
+        cache = self._caches.get(item)
+        shapes = None if cache is None else cache.live
         if shapes is None:
             def plain_list(value: Any) -> Any:
                 if type(value) is not list:
@@ -500,7 +501,6 @@ class Derived:
                 if built is None:
                     return generic(value)  # (not compiled: one function for all shapes, never one per object)
             return built(value)
-        self._shapes[fast] = shapes
         self._caches[fast] = cache
         return fast
 
@@ -525,11 +525,11 @@ class Derived:
             namespace[f"{p}c{i}"] = field.helper
             call = f"{p}c{i}({x})" if mode == _VALIDATE else f"{x} = {p}c{i}({x})"
             lines.append(f"{pad}if type({x}) is not str: {call}")
-        elif field.helper in self._shapes:
+        elif field.helper in self._caches:
             # A nested object (a tool call's function): its shape, if compiled, is read without a call
             # through the class's dispatch; anything else goes through it (which decides, or compiles).
             namespace[f"{p}c{i}"] = field.helper
-            namespace[f"{p}k{i}"] = self._shapes[field.helper].get
+            namespace[f"{p}k{i}"] = self._caches[field.helper].live.get
             target = "_" if mode == _VALIDATE else x
             lines += [f"{pad}if type({x}) is not dict: raise FB",
                       f"{pad}{p}b{i} = {p}k{i}(tuple({x}))",
