@@ -25,13 +25,13 @@ import pytest
 
 import agui_client
 from agui_client.core.schema import SCHEMA_FAULTS
+from tools.codes import SECTION  # (what a section's heading is: the script's rule, one for both)
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "agui_client"
 PAGE = ROOT / "docs" / "codes.md"
 RULES_PAGE = ROOT / "docs" / "rules.md"
 
-SECTION = re.compile(r"^## (?P<code>\S+) \{#(?P<anchor>[a-z0-9-]+)\}$", re.M)
 EXAMPLE = re.compile(r"<!-- trigger -->\n```(?P<kind>jsonl|sse|python)\n(?P<body>.*?)\n```", re.S)
 # Module constants that hold a code the package emits (the constant is what the code passes on).
 CODE_CONSTANTS = re.compile(r"^(NOT_AN_EVENT|NO_TYPE|MALFORMED|CUSTOM_ASKED|TOOL_ASKED|ASKS_NOT_KEPT|MISMATCH_CODE)$")

@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = "docs/codes.md"
 TARGET = "agui_client/codes.json"
 
-_SECTION = re.compile(r"^## (?P<code>\S+) \{#(?P<anchor>[a-z0-9-]+)\}$", re.M)
+SECTION = re.compile(r"^## (?P<code>\S+) \{#(?P<anchor>[a-z0-9-]+)\}$", re.M)
 _GROUP = re.compile(r'^<h2 id="[a-z0-9-]+">(?P<title>[^<]+)</h2>$', re.M)
 _MARKER = re.compile(r"^<!-- trigger -->\n", re.M)
 
 
 def entries(page: str) -> list[dict[str, Any]]:
     """The sections of ``page`` (the text of docs/codes.md): code, anchor, group and text of each."""
-    heads = list(_SECTION.finditer(page))
+    heads = list(SECTION.finditer(page))
     found = []
     for at, head in enumerate(heads):
         end = heads[at + 1].start() if at + 1 < len(heads) else len(page)
