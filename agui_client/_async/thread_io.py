@@ -68,7 +68,6 @@ class AsyncThreadIO(Conversation):
         """What a tool handler returned, awaited when it is a coroutine (an ``async def`` handler)."""
         return await output if inspect.isawaitable(output) else output
 
-
     async def _write(self, effect: Write) -> int:
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
         call = getattr(self._store, effect.op)

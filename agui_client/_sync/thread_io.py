@@ -48,7 +48,6 @@ class ThreadIO(Conversation):
             raise TypeError("an async handler needs the async client (AsyncThread.run_until_done)")
         return output
 
-
     def _write(self, effect: Write) -> int:
         """Carry out a store write and keep ``_version`` the store's, even when Ctrl-C comes in the middle."""
         call = getattr(self._store, effect.op)
