@@ -271,3 +271,28 @@ def test_the_schema_benchmark_measures_every_hostile_shape_and_the_forms(tmp_pat
     assert [row["shape"] for row in found["hostile"]] == list(hostile_cases())
     assert all(row["steps"] > 0 and row["bytes"] > 0 for row in found["hostile"])
     assert [row["verdict"] for row in found["forms"]] == ["accepted", "InvalidResumePayload 1 ids"]
+
+
+def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: Path) -> None:
+    # ``python -m bench.fixedload``: the waves it measures are folded whole (each run's events counted),
+    # and ``--calls`` profiles those waves alone (the warm-up's are not in the file).
+    from bench.fixedload import _by_function
+    from bench.loadserver import chat_events
+
+    per_run = len(chat_events(0.001))
+    calls = tmp_path / "calls.prof"
+    proc = subprocess.run([sys.executable, "-m", "bench.fixedload", "--n", "3", "--scale", "0.001", "--rounds", "2",
+                           "--calls", str(calls), "--top", "3"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith(f"{2 * 3 * per_run} events: ")
+    import pstats
+
+    profiled = pstats.Stats(str(calls)).stats  # type: ignore[attr-defined]
+    sessions = sum(v[1] for (path, _line, name), v in profiled.items()
+                   if name == "__init__" and path.endswith(("core/session.py", "core\\session.py")))
+    assert sessions == 2 * 3  # (a session for each run of the two measured waves, none for the warm-up's)
+    # callgrind_annotate's rows, by function, the file's directories left out
+    rows = _by_function("1,234 (12.3%)  /a/b/Python/ceval.c:_PyEval_EvalFrameDefault [/x/lib.so]\n"
+                        "  10  /a/Objects/dictobject.c:dict_get\n  5  /b/Objects/dictobject.c:dict_get\n")
+    assert rows == {"ceval.c:_PyEval_EvalFrameDefault [lib.so]": 1234, "dictobject.c:dict_get": 15}
