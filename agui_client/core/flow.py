@@ -174,7 +174,8 @@ class Conversation(Standing):
         kept builder must not answer a new question that reuses an id. ``now`` defaults to the
         client's clock.
         """
-        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock,
+        # (the ledger's own interrupts, not a read's copies: the builder copies what it is given)
+        return ResumeBuilder(self._state.ledger.open_interrupts, now=now if now is not None else self._clock,
                              thread_id=self.id, run_id=self._state.interrupted_run_id)
 
     def add_message(self, message: msg.Message) -> None:
@@ -367,7 +368,8 @@ class Conversation(Standing):
     def _checks_schemas(self, resume: ResumeInput) -> bool:
         """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
         async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
-        return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
+        # (only read: the ledger's own interrupts, not a read's copies of every schema)
+        return bool(resume) and any(i.response_schema is not None for i in self._state.ledger.open_interrupts)
 
     def _schema_ceiling(self) -> int | None:
         """The most steps a resume's schema checks may spend (the shells give their client's
