@@ -317,10 +317,9 @@ def test_highlighted_code_is_charged_its_colour_codes(served: Callable[[Any], An
     shown = _text(screen)
 
     assert child.exitstatus == 0 and all(f"def f{n}(x):" in shown for n in range(24))
-    # The first blocks drawn as code (their fences not shown, in colour), the rest as the text they are.
-    drawn = raw[raw.index("f0"):raw.index("f1")]
-    assert "\x1b[" in drawn and "```python" not in shown[:shown.index("def f0(x):")]
-    assert 0 < shown.count("```python") < 24
+    # The first blocks drawn as code (in colour, their fences not shown), the rest as the text they are.
+    assert "\x1b[38;5;" in raw[raw.index("return"):raw.index("```python")]  # (256 colours on this terminal)
+    assert shown.index("def f0(x):") < shown.index("```python") and 0 < shown.count("```python") < 24
     # What the terminal received: the budget, the text of the blocks past it, and the chat's own lines
     # (the banner, the prompts, the turn's end), the terminal's carriage returns aside.
     assert len(raw) - raw.count("\r") <= MARKDOWN_CHARS + sum(map(len, blocks)) + 4096
