@@ -601,7 +601,7 @@ class SqliteStore(_Base):
         read transaction: the cookie (which opens the transaction's snapshot and loads nothing), then the
         judgement, whose reads load the schema from that same snapshot. The verdict is kept with the
         connection and read by its writes (``_check_schema``); a load or a listing, which run no trigger,
-        go on. 15 to 25 µs once per connection the pool opens.
+        go on. About 110 µs of CPU time once per connection the pool opens, nothing per write.
         """
         conn.execute("BEGIN")
         try:
