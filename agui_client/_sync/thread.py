@@ -32,7 +32,7 @@ from .._streams import (
     stepped_by,
     stream_left,
 )
-from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
+from ..core.effects import RECEIVE, Check, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
 from ..core.flow import ResumeInput
 from ..core.headers import RunHeaders, layered
@@ -42,7 +42,7 @@ from ..errors import AguiError, StreamMisused
 from ..telemetry import UNWATCHED, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
-from .thread_io import INTERRUPTED, ThreadIO
+from .thread_io import INTERRUPTED, ThreadIO, judged
 
 if TYPE_CHECKING:
     from ..client import AgentClient
@@ -475,6 +475,8 @@ class Thread(ThreadIO):
             return self._handler_output(self._invoke(effect.call))
         if kind is Run:
             return self.run(effect.message, **effect.arguments)
+        if kind is Check:
+            return judged(effect)
         raise AssertionError(f"not an effect: {effect!r}")
 
 

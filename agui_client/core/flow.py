@@ -52,7 +52,7 @@ from ..wire import codec
 from ..wire.types import messages as msg
 from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
-from .effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
+from .effects import RECEIVE, Check, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
 from .headers import checked_headers
@@ -92,9 +92,9 @@ __all__ = ["Conversation", "Planning", "ResumeInput", "planned"]
 #: What ``run(resume=...)`` accepts: a builder or the entries themselves.
 ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
 
-#: A run's plan in the making (``Conversation._planning``): it yields the resume's checks, is sent the
-#: entries they return, and returns the plan.
-Planning = Generator[Callable[[], tuple[ResumeEntry, ...]], tuple[ResumeEntry, ...], Plan]
+#: A run's plan in the making (``Conversation._planning``): it yields the resume's checks (a ``Check``
+#: whose ``judge()`` returns the entries), is sent the entries, and returns the plan.
+Planning = Generator[Check[tuple[ResumeEntry, ...]], tuple[ResumeEntry, ...], Plan]
 
 
 def planned(planning: Planning, entries: tuple[ResumeEntry, ...]) -> Plan:
@@ -264,17 +264,17 @@ class Conversation(Standing):
         """The run's plan, its checks made here (see :meth:`_planning`)."""
         planning = self._planning(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                                   run_timeout, headers)
-        return planned(planning, next(planning)())
+        return planned(planning, next(planning).judge())
 
     def _planning(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
                   context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
                   run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
                   headers: Mapping[str, str] | None = None) -> Planning:
-        """The run's plan, made in two halves around the resume's checks: it yields them (a call reading
-        the answers, the caller's builder and copies of the interrupts, nothing else of the thread's), is
-        sent what the call returns, and returns the plan (:func:`planned`). The async shell makes the
-        checks in a worker thread (they may take seconds of CPU) and both halves on the loop, where its
-        other tasks read and change the thread."""
+        """The run's plan, made in two halves around the resume's checks: it yields them (a :class:`Check`
+        whose ``judge()`` reads the answers, the caller's builder and copies of the interrupts, nothing
+        else of the thread's), is sent what the judge returns, and returns the plan (:func:`planned`). The
+        async shell makes costly checks in a worker thread (they may take seconds of CPU) and both halves
+        on the loop, where its other tasks read and change the thread."""
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
         checked = checked_headers(headers)
@@ -290,7 +290,8 @@ class Conversation(Standing):
             check_resume(open_interrupts, entries, now=now, pending_unknown=pending_unknown, max_schema_steps=ceiling)
             return entries
 
-        entries = yield answered
+        costly = self._checks_schemas(resume)
+        entries = yield Check(answered, costly)
 
         def recheck() -> None:
             # (again before a try sent after a wait, max_retries, when an interrupt may have expired)
@@ -333,15 +334,12 @@ class Conversation(Standing):
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                     resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout,
-                    headers=checked, recheck=recheck if entries else None)
-
-    def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
-        """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
-        return self._answering(resume, pending_unknown)()
+                    headers=checked, recheck=Check(recheck, costly) if entries else None)
 
     def _answering(self, resume: ResumeInput, pending_unknown: bool) -> Callable[[], tuple[ResumeEntry, ...]]:
-        """:meth:`_resume_entries` in two halves: what the thread's state refuses is refused now; the call
-        returned builds the entries (a builder checks its answers), reading nothing of the thread's."""
+        """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent),
+        in two halves: what the thread's state refuses is refused now; the call returned builds the
+        entries (a builder checks its answers), reading nothing of the thread's."""
         open_interrupts = self._state.open_interrupts
         if open_interrupts and not resume:
             # Not a resume that left some out: a run that would move past the questions. Said so, with
@@ -354,19 +352,24 @@ class Conversation(Standing):
         entries = tuple(resume or ())
         return lambda: entries
 
-    def _refuse_early(self, arguments: Mapping[str, Any]) -> None:
+    def _early_check(self, arguments: Mapping[str, Any]) -> Check[None]:
         """The run's resume checks, judged before the tool loop runs a handler: a run they refuse must not
-        have had an action taken, or a tool answer added, on its behalf."""
+        have had an action taken, or a tool answer added, on its behalf. What the thread's state refuses
+        is refused now; the rest is the ``Check`` returned, made as the plan's are (:meth:`_planning`)."""
         resume, pending_unknown = arguments.get("resume"), bool(arguments.get("pending_unknown", False))
-        # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
-        entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled" else e
-                   for e in self._resume_entries(resume, pending_unknown)]
-        check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
-                     max_schema_steps=self._schema_ceiling())
+        answering = self._answering(resume, pending_unknown)
+        open_interrupts, now, ceiling = self._state.open_interrupts, self._clock, self._schema_ceiling()
+
+        def judge() -> None:
+            # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
+            entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled"
+                       else e for e in answering()]
+            check_resume(open_interrupts, entries, now=now, pending_unknown=pending_unknown, max_schema_steps=ceiling)
+        return Check(judge, self._checks_schemas(resume))
 
     def _checks_schemas(self, resume: ResumeInput) -> bool:
-        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
-        async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
+        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (its
+        ``Check`` is costly: the async shell makes it in a worker thread, as it may take seconds of CPU)."""
         return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
 
     def _schema_ceiling(self) -> int | None:
@@ -547,7 +550,7 @@ class Conversation(Standing):
         checked_headers(arguments.get("headers"))  # (refused before a handler runs, as the resume checks are)
         held = self._held_calls()
         if held is not None:
-            self._refuse_early(arguments)
+            yield self._early_check(arguments)
             yield from self._answer_tools(held)
         result = yield from self._run_claimed(message, arguments)
         for _ in range(max_steps - 1):
