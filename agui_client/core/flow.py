@@ -280,7 +280,10 @@ class Conversation(Standing):
         checked = checked_headers(headers)
         run_timeout = checked_seconds("run_timeout", run_timeout)
         new = new_messages(message)
-        open_interrupts = self._state.open_interrupts
+        # The interrupts the checks read (and only read): the thread's own, not a read's copies of every
+        # schema (200 forms: some 0.17 s of the loop a read). The thread replaces them as it folds, never
+        # changes them in place, so a worker thread reads them while the loop goes on.
+        open_interrupts = self._state.ledger.open_interrupts
         answering = self._answering(resume, pending_unknown)
         now, ceiling = self._clock, self._schema_ceiling()
 
@@ -302,7 +305,7 @@ class Conversation(Standing):
         if via is not None and entries:
             # Interrupts the legacy bridge read: the answers go where that producer reads them, and
             # only there (a resume list as well would be two answers to one question).
-            forwarded_props = forward_resume(via, forwarded_props, entries, open_interrupts)
+            forwarded_props = forward_resume(via, forwarded_props, entries, self._state.open_interrupts)
             sent = ()
         else:
             warn_absent_payloads(entries)
@@ -340,11 +343,12 @@ class Conversation(Standing):
         """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent),
         in two halves: what the thread's state refuses is refused now; the call returned builds the
         entries (a builder checks its answers), reading nothing of the thread's."""
-        open_interrupts = self._state.open_interrupts
+        open_interrupts = self._state.ledger.open_interrupts  # (only read here, as the plan's checks read them)
         if open_interrupts and not resume:
             # Not a resume that left some out: a run that would move past the questions. Said so, with
-            # the questions and the way to answer them (still an UncoveredInterrupts).
-            raise awaiting_answers(self.id, open_interrupts)
+            # the questions and the way to answer them (still an UncoveredInterrupts; they go with the
+            # error: copies).
+            raise awaiting_answers(self.id, self._state.open_interrupts)
         if isinstance(resume, ResumeBuilder):
             check_target(resume, self.id, self._state.interrupted_run_id, open_interrupts,
                                  lambda: [run.run_id for run in self._state.runs])
@@ -358,7 +362,8 @@ class Conversation(Standing):
         is refused now; the rest is the ``Check`` returned, made as the plan's are (:meth:`_planning`)."""
         resume, pending_unknown = arguments.get("resume"), bool(arguments.get("pending_unknown", False))
         answering = self._answering(resume, pending_unknown)
-        open_interrupts, now, ceiling = self._state.open_interrupts, self._clock, self._schema_ceiling()
+        # (the thread's own interrupts, only read, as the plan's checks read them: see _planning)
+        open_interrupts, now, ceiling = self._state.ledger.open_interrupts, self._clock, self._schema_ceiling()
 
         def judge() -> None:
             # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
@@ -368,9 +373,10 @@ class Conversation(Standing):
         return Check(judge, self._checks_schemas(resume))
 
     def _checks_schemas(self, resume: ResumeInput) -> bool:
-        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (its
-        ``Check`` is costly: the async shell makes it in a worker thread, as it may take seconds of CPU)."""
-        return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
+        """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
+        async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
+        # (only read: the ledger's own interrupts, not a read's copies of every schema)
+        return bool(resume) and any(i.response_schema is not None for i in self._state.ledger.open_interrupts)
 
     def _schema_ceiling(self) -> int | None:
         """The most steps a resume's schema checks may spend (the shells give their client's

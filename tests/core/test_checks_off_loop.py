@@ -25,6 +25,7 @@ from test_schema_budget import answer, form
 
 import agui_client as ag
 from agui_client.core import schema as schema_module
+from agui_client.core.fold import ThreadState
 from agui_client.testing import Finish, Respond, ScriptedAgent, Start, tool_call
 
 __all__: list[str] = []
@@ -245,3 +246,29 @@ async def test_the_plan_judges_its_checks_by_the_arguments_names_not_their_place
 
     assert plan.resuming and len(plan.run_input.resume or ()) == FORMS
     assert len(watched.where) == 2 * FORMS and not any(loop for loop, _ in watched.where)
+
+
+@pytest.mark.parametrize("loop", [False, True])
+def test_a_resumes_plan_copies_no_schema_of_the_threads_interrupts(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch, loop: bool) -> None:
+    # The checks only read the interrupts: the plan (and the tool loop's early check) hand them the
+    # thread's own, never changed in place, where each read of ``thread.open_interrupts`` copies every
+    # schema (200 forms: some 0.17 s, on the loop in the async shell; the plan read them three times,
+    # the tool loop's early check three more).
+    endpoint = served(forms_agent(*HELD_CALL_THEN_FORMS, [Start(), Finish()]))
+    with drive.client(endpoint.url) as client:
+        thread = client.thread(tool_handlers={"pick": lambda q: "this one"})
+        thread.run("hi")
+        thread.run("and the forms?")
+        builder = answered(thread)
+        reads: list[int] = []
+        reading = ThreadState.open_interrupts
+
+        def counted(state: ThreadState) -> Any:
+            reads.append(1)
+            return reading.fget(state)  # type: ignore[attr-defined]
+
+        monkeypatch.setattr(ThreadState, "open_interrupts", property(counted))
+        result = thread.run_until_done(resume=builder) if loop else thread.run(resume=builder)
+
+    assert result.outcome == "success" and reads == []
