@@ -33,8 +33,9 @@ class Check(Generic[T]):
     """A resume's answers judged (``judge()``: the entries, or ``None``; it raises to send nothing), made
     where the shell makes CPU work: a sync shell at once, the async one in a worker thread when ``costly``.
 
-    ``judge`` reads the answers, the caller's builder and copies of the interrupts, nothing else of the
-    thread's (the loop's other tasks may read and change it meanwhile). ``costly``: it checks answers
+    ``judge`` reads the answers, the caller's builder and the open interrupts (only read: the fold
+    replaces them, never changes them in place), nothing else of the thread's (the loop's other tasks
+    may read and change it meanwhile). ``costly``: it checks answers
     against ``responseSchema`` s, which may spend up to the client's ``max_schema_steps`` (seconds of
     CPU); a check without schemas stays where it is asked for (a thread hop costs more than it).
     """

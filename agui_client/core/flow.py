@@ -271,8 +271,8 @@ class Conversation(Standing):
                   run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
                   headers: Mapping[str, str] | None = None) -> Planning:
         """The run's plan, made in two halves around the resume's checks: it yields them (a :class:`Check`
-        whose ``judge()`` reads the answers, the caller's builder and copies of the interrupts, nothing
-        else of the thread's), is sent what the judge returns, and returns the plan (:func:`planned`). The
+        whose ``judge()`` reads the answers, the caller's builder and the open interrupts, nothing else of
+        the thread's), is sent what the judge returns, and returns the plan (:func:`planned`). The
         async shell makes costly checks in a worker thread (they may take seconds of CPU) and both halves
         on the loop, where its other tasks read and change the thread."""
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
