@@ -17,6 +17,7 @@ from clikit import on_terminal
 from test_chat import _say, _text, _writer
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
 #: ``agui chat`` on a pseudo-terminal (clikit's :func:`on_terminal` closes it as the block ends).
@@ -295,6 +296,53 @@ def test_a_message_of_headings_is_charged_what_its_drawing_writes() -> None:
     as_markdown = sum(line.strip() == "a" for line in drawn.splitlines())
     assert as_markdown > 0 and shown.count("# a\n") + as_markdown == 13_000  # (every heading, the rest as text)
     assert len(shown) <= MARKDOWN_CHARS + 13_000 * len("# a\n")
+
+
+def test_highlighted_code_is_charged_its_colour_codes(served: Callable[[Any], Any]) -> None:
+    # The budget counted the characters a drawing writes, not the escape sequences written around them:
+    # highlighted code writes 15 to 30 times its text in colour codes (8 KiB of it, 239 KB), all of it
+    # received by the terminal. Each block is one delta (no tail redrawn while it streams).
+    from agui_client.cli.chatview import MARKDOWN_CHARS
+
+    blocks = ["```python\n" + f"def f{n}(x):\n    return x + 1  # c\n" * 30 + "```\n\n" for n in range(24)]
+    events = [Start(), TextMessageStartEvent(message_id="m1"),
+              *(TextMessageContentEvent(message_id="m1", delta=block) for block in blocks),
+              TextMessageEndEvent(message_id="m1"), Finish()]
+    endpoint = served(ScriptedAgent([events]))
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    raw = screen.getvalue()
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and all(f"def f{n}(x):" in shown for n in range(24))
+    # The first blocks drawn as code (in colour, their fences not shown), the rest as the text they are.
+    assert "\x1b[38;5;" in raw[raw.index("return"):raw.index("```python")]  # (256 colours on this terminal)
+    assert shown.index("def f0(x):") < shown.index("```python") and 0 < shown.count("```python") < 24
+    # What the terminal received: the budget, the text of the blocks past it, and the chat's own lines
+    # (the banner, the prompts, the turn's end), the terminal's carriage returns aside.
+    assert len(raw) - raw.count("\r") <= MARKDOWN_CHARS + sum(map(len, blocks)) + 4096
+
+
+@pytest.mark.parametrize("colours", ["truecolor", "256", "standard", None])
+def test_the_budget_is_charged_every_character_the_console_writes(colours: str | None) -> None:
+    # (escape sequences included, as the console writes them for its colour system: none without colour)
+    from agui_client.cli import chatview
+    from agui_client.cli.terminal import SafeConsole
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=80, height=25, force_terminal=colours is not None, color_system=colours)
+    writer = chatview._MarkdownWriter(console, "agent:")
+    writer.feed("start\n\n")
+    before, left = len(sink.getvalue()), writer._markdown_left[0]
+    writer.feed("```python\n" + "def f(x):\n    return [x, 1]  # c\n" * 5 + "```\n\n"
+                "# A **heading**\n\n| a | *b* |\n|---|---|\n| 1 | [l](https://x.example) |\n\n> ~~q~~ `c`\n\n")
+    charged, written = left - writer._markdown_left[0], len(sink.getvalue()) - before
+    writer.close()
+
+    assert charged == written and "```" not in sink.getvalue()  # (all of it drawn as Markdown)
+    assert ("\x1b[" in sink.getvalue()) == (colours is not None)
 
 
 def test_a_block_whose_drawing_outgrows_the_budget_is_shown_as_text() -> None:

@@ -1,10 +1,11 @@
 """The view of a chat turn: one run's events drawn in the terminal as they arrive (``agui chat``).
 
 The answer is rendered as Markdown as it arrives (finished blocks printed once, only the unfinished
-tail redrawn in place, so a long message costs what it is long, and only :data:`MARKDOWN_CHARS` of a
-run's answers rendered as Markdown at all), reasoning shown dimmed and folded to one line ("thought
-for N s") once the answer starts, tool calls with their arguments and results (a JSON array of
-objects as a table), subagents labelled; the one-line events go to the CLI's
+tail redrawn in place, so a long message costs what it is long, and only so much of a run's answers
+rendered as Markdown at all as writes :data:`MARKDOWN_CHARS` to the terminal, escape sequences
+included), reasoning shown dimmed and folded to one line ("thought for N s") once the answer starts,
+tool calls with their arguments and results (a JSON array of objects as a table), subagents labelled;
+the one-line events go to the CLI's
 :class:`~agui_client.cli.render.EventRenderer`. The chat loop that makes a view per run is
 :mod:`agui_client.cli.chat`'s.
 """
@@ -45,10 +46,11 @@ TABLE_COLUMNS = 8
 TABLE_MAX_CHARS = 256 * 1024
 #: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
 THINKING_LINES = 4
-#: The characters of one run's answers rendered as Markdown; the blocks that no longer fit are shown as
-#: plain text. Rendering costs far more than reading: a table runs at some 10 KB a second on a small
-#: machine, a highlighted code block at 20, against a megabyte a second and more for plain text, so an
-#: agent's megabytes of tables held the chat for hours after they arrived.
+#: The characters one run's answers may write to the terminal as Markdown, escape sequences included
+#: (see ``_MarkdownWriter._print``); the blocks that no longer fit are shown as plain text. Rendering
+#: costs far more than reading: a table runs at some 10 KB a second on a small machine, a highlighted
+#: code block at 20, against a megabyte a second and more for plain text, so an agent's megabytes of
+#: tables held the chat for hours after they arrived.
 MARKDOWN_CHARS = 64 * 1024
 
 
@@ -223,8 +225,8 @@ class _MarkdownWriter(_Writer):
     code fence left open) costs what it is long, not its square, and the whole of it is printed once
     when it ends.
 
-    ``markdown_left`` (a one-item list, spent in place) is how many characters may still be rendered as
-    Markdown (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
+    ``markdown_left`` (a one-item list, spent in place) is how many characters the Markdown drawn may still
+    write (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
     plain text, and so is the redrawn tail once nothing is left.
 
     The tail is drawn again only when it changed, and no more often than its drawing's cost allows
@@ -245,6 +247,8 @@ class _MarkdownWriter(_Writer):
         self._head = ""  # (that code block's opening line, or the head and delimiter rows of a table the tail is)
         self._live: Live | None = None
         self._redrawn: _Redrawn | None = None
+        # (the characters of escape sequences the console writes around a piece drawn in each style met)
+        self._styled: dict[Style, int] = {}
 
     def feed(self, delta: str) -> None:
         *ended, rest = delta.split("\n")
@@ -341,19 +345,28 @@ class _MarkdownWriter(_Writer):
         """Print a finished block: as Markdown while what the run's Markdown wrote stays within its budget,
         else as plain text.
 
-        The budget is charged what the drawing writes, not the block's length: a heading is drawn as a
-        line the terminal's width long, and a tower of combining marks as the escapes it is shown by (six
-        characters for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s. The drawing is
-        read a segment at a time and given up once it has written what is left, the block then printed
-        as text: a block costs at most the budget to draw, whatever it becomes.
+        The budget is charged what the drawing writes to the terminal, not the block's length: a heading
+        is drawn as a line the terminal's width long, a tower of combining marks as the escapes it is
+        shown by (six characters for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s; and each
+        styled piece is written between its style's escape sequences, which are charged too: highlighted
+        code writes 15 to 30 times its text in colour codes (8 KiB of it, 239 KB). The drawing is read a
+        segment at a time and given up once it has written what is left, the block then printed as text:
+        a block costs at most the budget to draw, and writes at most that, whatever it becomes.
         """
         self._label()
         left = self._markdown_left
         if len(block) <= left[0]:
             drawn: list[Segment] = []
             written = 0
+            styled = self._styled
             for segment in self.console.render(_markdown(block)):
-                written += len(segment.text)
+                text, style, _ = segment
+                written += len(text)
+                if style and text:
+                    around = styled.get(style)
+                    if around is None:
+                        around = styled[style] = _escapes_around(self.console, style)
+                    written += around
                 if written > left[0]:
                     left[0] = 0
                     break
@@ -381,6 +394,15 @@ class _MarkdownWriter(_Writer):
         with held_signals():
             live, self._live = self._live, None
             live.stop()
+
+
+def _escapes_around(console: Console, style: Style) -> int:
+    """The characters ``console`` writes around a piece of text drawn in ``style``: its escape sequences
+    (colours, attributes; none on a console without colour), measured by having the console write one
+    character in it, so the count is the console's own, whatever its colour system."""
+    with console.capture() as captured:
+        console.print(Segments([Segment("x", style)]), end="")
+    return len(captured.get()) - 1
 
 
 #: The most of an unfinished block the live view redraws (a terminal shows less).
