@@ -56,7 +56,7 @@ def test_the_copies_of_the_schemas_grow_with_the_interrupts_not_their_square(
     many = _copies_answering(12, served, monkeypatch)
 
     # The same copies for each interrupt however many are open (before: 12 each for 2, 32 each for 12;
-    # now 5: the fold's, the chat's one read, the builder's, the run's two checks)
+    # now 3: the fold's, the chat's one read, the builder's; the run's checks read the thread's own)
     assert few > 0 and many * 2 == few * 12
 
 
