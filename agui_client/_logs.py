@@ -31,9 +31,12 @@ loggers (``hpack.hpack``, ``hpack.table``) write at DEBUG every header it codes,
 
 and each header block whole (``Encoded header block to b'…'``, ``Decoding b'…'``), Huffman-coded, which
 anyone can decode and no search for a secret's forms finds. A filter on those loggers
-(:class:`HpackLogFilter`) replaces the value of each sensitive header, in both forms, and every header
-block by its length, before the credentials of the exchange are taken out as for httpcore. (h2 itself
-writes only to the logger its configuration names, none under httpcore, which configures it.)
+(:class:`HpackLogFilter`) knows each line by its template (hpack 3's and 4's, which writes a header
+added as ``Adding %s=%s …``): it replaces the value of each sensitive header, in every form, and
+every header block by its length; a line of a template it does not know keeps only its numbers (each
+other argument shown as its type and size). Then the credentials of the exchange are taken out as for
+httpcore. (h2 itself writes only to the logger its configuration names, none under httpcore, which
+configures it.)
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -50,8 +53,8 @@ import httpx
 from ._inert import quoted
 from .core.redact import MARK, Redactor, displayed_url, is_sensitive
 
-__all__ = ["HPACK_LOGGERS", "HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "HpackLogFilter", "exchange",
-           "filter_http_logs", "unfilter_collected", "unfilter_names"]
+__all__ = ["HPACK_LINES", "HPACK_LOGGERS", "HTTPCORE_LOGGERS", "HttpxLogFilter", "HttpcoreLogFilter", "HpackLogFilter",
+           "exchange", "filter_http_logs", "unfilter_collected", "unfilter_names"]
 
 #: httpcore's loggers (a filter on a parent logger does not see its children's lines).
 HTTPCORE_LOGGERS = ("httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy", "httpcore.socks")
@@ -107,26 +110,87 @@ class HttpcoreLogFilter(logging.Filter):
 
 
 class HpackLogFilter(HttpcoreLogFilter):
-    """On hpack's loggers (see the module's docstring): a header's name and value given as two arguments
-    (``Evicting %s: %s``) with the value of a sensitive name replaced; a header block (bytes standing
-    alone) shown as its length; then what :class:`HttpcoreLogFilter` does."""
+    """On hpack's loggers (see the module's docstring): each line recognised by its template, which says
+    what each argument is (:data:`HPACK_LINES`): a header's value replaced when its name is sensitive, a
+    header block shown as its length, a number kept. A line of any other template (a version of hpack
+    that writes a new one), or whose arguments are not what its template says, keeps only its numbers:
+    each other argument is shown as its type and size. Then what :class:`HttpcoreLogFilter` does."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and any(isinstance(arg, _BYTES) for arg in args):
-            name = args[0] if len(args) == 2 and isinstance(args[1], _BYTES) else None
-            if isinstance(name, (bytes, bytearray, memoryview)):
-                if is_sensitive(bytes(name).decode("latin-1"), self._marked()):
-                    record.args = (name, MARK.encode())
-            else:
-                # (a block codes every header of a head, Huffman-coded: no search for a secret reads it)
-                record.args = tuple(f"<a header block of {len(arg)} bytes>" if isinstance(arg, _BYTES) else arg
-                                    for arg in args)
+        if args:
+            roles = HPACK_LINES.get(record.msg) if isinstance(record.msg, str) else None
+            shown = self._shown(args, roles) if isinstance(args, tuple) else None
+            record.args = shown if shown is not None else _withheld_all(args)
         return super().filter(record)
+
+    def _shown(self, args: tuple[object, ...], roles: tuple[str, ...] | None) -> tuple[object, ...] | None:
+        """``args`` as a line of the template whose ``roles`` they fill, or ``None`` when they do not fit it."""
+        if roles is None or len(roles) != len(args):
+            return None
+        shown: list[object] = []
+        for n, (role, arg) in enumerate(zip(roles, args, strict=True)):
+            if role == "number":
+                if not isinstance(arg, _NUMBERS):
+                    return None
+                shown.append(arg)
+            elif role == "block":
+                shown.append(f"<a header block of {len(arg)} bytes>" if isinstance(arg, _BYTES) else _withheld(arg))
+            elif role == "header":
+                if not (isinstance(arg, tuple) and len(arg) == 2):
+                    return None
+                shown.append(arg if not self._sensitive(arg[0]) else (arg[0], MARK.encode()))
+            elif role == "value":  # (the value after its name, the argument before it)
+                shown.append(MARK.encode() if self._sensitive(args[n - 1]) else arg)
+            else:  # a header's name
+                if not isinstance(arg, (*_BYTES, str)):
+                    return None
+                shown.append(arg)
+        return tuple(shown)
+
+    def _sensitive(self, name: object) -> bool:
+        # (a name hpack has not decoded, or of no known type, is taken as sensitive)
+        if isinstance(name, str):
+            return is_sensitive(name, self._marked())
+        if isinstance(name, _BYTES):
+            return is_sensitive(bytes(name).decode("latin-1"), self._marked())
+        return True
 
 
 #: What hpack gives a header's name, a value or a block as.
 _BYTES = (bytes, bytearray, memoryview)
+_NUMBERS = (int, float)
+
+#: hpack's log lines (its versions 3 and 4), by template: what each argument is. ``number``: shown;
+#: ``block``: a header block, every header of a head Huffman-coded, which no search for a secret's forms
+#: reads (shown as its length); ``header``: a ``(name, value)`` pair; ``name`` then ``value``: a header
+#: given as two arguments. A value is replaced when its name is sensitive.
+HPACK_LINES: dict[str, tuple[str, ...]] = {
+    "Encoding %d with %d bits": ("number", "number"),
+    "Decoded %d, consumed %d bytes": ("number", "number"),
+    "Resizing header table to %d from %d": ("number", "number"),
+    "Encoded header block to %s": ("block",),
+    "Decoding %s": ("block",),
+    "Adding %s to the header table, sensitive:%s, huffman:%s": ("header", "number", "number"),
+    "Adding %s=%s to the header table, sensitive:%s, huffman:%s": ("name", "value", "number", "number"),
+    "Decoded %s, consumed %d": ("header", "number"),
+    "Decoded %s, total consumed %d bytes, indexed %s": ("header", "number", "number"),
+    "Evicting %s: %s from the header table": ("name", "value"),
+}
+
+
+def _withheld(arg: object) -> object:
+    """An argument of a line not recognised: a number as it is; anything else as its type and size."""
+    if isinstance(arg, _NUMBERS) or arg is None:
+        return arg
+    size = f" of {len(arg)}" if isinstance(arg, (*_BYTES, str, tuple, list)) else ""
+    return f"<{type(arg).__name__}{size} withheld>"
+
+
+def _withheld_all(args: object) -> tuple[object, ...] | dict[str, object]:
+    if isinstance(args, Mapping):
+        return {str(key): _withheld(value) for key, value in args.items()}
+    return tuple(_withheld(arg) for arg in args) if isinstance(args, tuple) else (_withheld(args),)
 
 
 class HttpxLogFilter(logging.Filter):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._version import __version__
-from .core.headers import checked_headers
+from .core.headers import RunHeaders, checked_headers
 from .errors import (
     AguiError,
     ConcurrentResume,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .core.plan import Plan
     from .core.result import RunResult
 
-__all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run", "record_retry"]
+__all__ = ["Telemetry", "resolve", "UNWATCHED", "watch_loop", "watch_run", "record_retry", "unsent_redact"]
 
 #: The instrumentation scope's name: the tracer's and the meter's.
 SCOPE = "agui_client"
@@ -442,18 +442,32 @@ class _RunWatch(_HandedOver):
         """The redactor of the request as it was sent; for a run refused before sending, the one of a
         request the client would send (the ids a refusal names came from the agent earlier)."""
         redactor = getattr(self._handle, "redactor", None)
-        if redactor is None:
-            unsent = getattr(self._client, "unsent_redactor", None)
-            try:
-                # (with the run's headers, when they can be sent: an id the agent chose may echo one)
-                headers = dict(checked_headers(self._headers))
-            except InvalidHeader:  # (the refusal itself: the client's headers alone)
-                headers = {}
-            try:
-                redactor = unsent(headers) if unsent is not None else None
-            except Exception:  # (a client that cannot even build a request: the run's error says why)
-                redactor = None
-        return redactor.text if redactor is not None else _same
+        if redactor is not None:
+            return redactor.text  # type: ignore[no-any-return]
+        return unsent_redact(self._client, self._headers) or _same
+
+
+def unsent_redact(client: Any, headers: Mapping[str, str] | RunHeaders | None) -> Callable[[str], str] | None:
+    """The text redactor of the request ``client`` would send with a run's ``headers``, for what is
+    reported about a run before its request was sent (a refusal, a store's error): the ids and text it
+    names came from the agent in earlier runs, or from a store, and may echo a credential.
+
+    The run's headers count when they can be sent (checked as a run checks them); headers a run would
+    refuse count for nothing, the client's own still do (the refusal itself is being reported). ``None``
+    when the client cannot even build a request (the run's error says why). The one lookup a thread's
+    log lines and a run's span make.
+    """
+    unsent = getattr(client, "unsent_redactor", None)
+    if unsent is None:
+        return None
+    try:
+        checked = dict(checked_headers(dict(headers) if isinstance(headers, tuple) else headers))
+    except InvalidHeader:
+        checked = {}
+    try:
+        return unsent(checked).text  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - (a client that cannot build a request: the run's error says why)
+        return None
 
 
 class _LoopWatch(_HandedOver):

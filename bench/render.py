@@ -16,7 +16,8 @@ Two measures, on a console of ``--width`` columns writing to memory (no terminal
   message unchanged (an agent thinking between two words): the time each took and what it wrote; the
   same for the reasoning the chat shows dimmed while it streams (``chatview._Thinking``).
 
-No figure is asserted anywhere (``tests/test_bench_smoke.py`` only runs it).
+No figure is asserted anywhere (``tests/test_bench_smoke.py`` only runs it, ``--tiny``: each block a
+hundredth of its size).
 """
 
 from __future__ import annotations
@@ -45,23 +46,29 @@ def _table(columns: int, rows: int, cell: str = "a") -> str:
     return line + "|" + "-|" * columns + "\n" + line * rows
 
 
-#: The blocks measured, by name.
-BLOCKS: dict[str, str] = {
-    "table, 10,000 columns": _table(10_000, 1),
-    "table, 26 columns": _table(26, 1),
-    "table, 8 KiB of rows": "|a|b|c|d|\n|-|-|-|-|\n" + "|12|34|56|78|\n" * 585,
-    "code, 8 KiB, python": "```python\n" + "def f(x):\n    return x + 1  # c\n" * 250 + "```\n",
-    "paragraph, 64 KiB": "word " * 13_000,
-    "one word, 60,000 characters": "x" * 60_000,
-    "headings, 13,000": "# a\n\n" * 13_000,
-    "one letter, 10,000 combining marks": "a" + "\u0301" * 10_000,
-    "10,000 zero-width joiners": "a" + "\u200d" * 10_000,
-    "tabs, 10,000": "a" + "\t" * 10_000 + "b",
-    "brackets, 64,000": "[" * 64_000,
-    "links, 9,000": "[a](b) " * 9_000,
-    "lists nested 1,000 deep": "".join("  " * i + "- x\n" for i in range(1_000)),
-    "quotes nested 10,000 deep": ">" * 10_000 + " x",
-}
+def blocks(scale: int = 1) -> dict[str, str]:
+    """The blocks measured, by kind (each row says its size in characters): one of each hostile or simply
+    long kind; ``scale`` divides their sizes (``--tiny``: 100, a run that measures nothing, for the smoke
+    test)."""
+    def n(count: int) -> int:
+        return max(count // scale, 2)
+
+    return {
+        "table, too wide for the terminal": _table(n(10_000), 1),
+        "table, 26 columns": _table(26, 1),
+        "table rows": "|a|b|c|d|\n|-|-|-|-|\n" + "|12|34|56|78|\n" * n(585),
+        "code, python": "```python\n" + "def f(x):\n    return x + 1  # c\n" * n(250) + "```\n",
+        "paragraph": "word " * n(13_000),
+        "one word": "x" * n(60_000),
+        "headings": "# a\n\n" * n(13_000),
+        "one letter, combining marks": "a" + "\u0301" * n(10_000),
+        "zero-width joiners": "a" + "\u200d" * n(10_000),
+        "tabs": "a" + "\t" * n(10_000) + "b",
+        "brackets": "[" * n(64_000),
+        "links": "[a](b) " * n(9_000),
+        "lists, nested": "".join("  " * i + "- x\n" for i in range(n(1_000))),
+        "quotes, nested": ">" * n(10_000) + " x",
+    }
 
 
 def _console(width: int, sink: io.StringIO) -> SafeConsole:
@@ -161,14 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=1_500, help="rows of each streamed tail")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--tiny", action="store_true",
+                        help="blocks a hundredth of their size (a run that measures nothing: the smoke test's)")
     args = parser.parse_args(argv)
+    measured = blocks(100 if args.tiny else 1)
     results: dict[str, Any] = {"blocks": {}, "written by the chat": {}, "tails": {}}
-    for name, text in BLOCKS.items():
+    for name, text in measured.items():
         row = results["blocks"][name] = block(text, args.width, args.rounds)
         print(f"{name:38s} {row['chars']:>9,} chars  {row['seconds']:7.3f} s  {row['written']:>10,} written")
-    for name, text in BLOCKS.items():
+    for name, text in measured.items():
         row = results["written by the chat"][name] = through_writer(text, args.width, args.rounds)
-        print(f"by the chat, {name:38s} {row['seconds']:7.3f} s  {row['written']:>10,} written")
+        print(f"by the chat, {name:38s} {len(text):>9,} chars  {row['seconds']:7.3f} s  {row['written']:>10,} written")
     tails = {"table": ("| a | b | c | d |\n|---|---|---|---|\n", lambda n: f"| {n} | xx | yy | zz |\n"),
              "code": ("```python\n", lambda n: f"def f{n}(x):  # {n}\n")}
     for name, (head, row_of) in tails.items():

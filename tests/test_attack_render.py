@@ -8,6 +8,7 @@ ScriptedAgent, asserting on the bytes the terminal receives.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from clikit import on_terminal
 from test_chat import _say, _text, _writer
 
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message
+from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 from agui_client.types.run import Interrupt, RunFinishedInterruptOutcome
 
 #: ``agui chat`` on a pseudo-terminal (clikit's :func:`on_terminal` closes it as the block ends).
@@ -295,6 +297,76 @@ def test_a_message_of_headings_is_charged_what_its_drawing_writes() -> None:
     as_markdown = sum(line.strip() == "a" for line in drawn.splitlines())
     assert as_markdown > 0 and shown.count("# a\n") + as_markdown == 13_000  # (every heading, the rest as text)
     assert len(shown) <= MARKDOWN_CHARS + 13_000 * len("# a\n")
+
+
+def test_ordinary_highlighted_code_keeps_its_colours_and_what_the_terminal_receives_is_bounded(
+        served: Callable[[Any], Any]) -> None:
+    # The escape sequences around each highlighted piece are charged to their own budget
+    # (MARKDOWN_WRITTEN), not to the characters drawn: one budget of both (64 KiB) left every block after
+    # the first two or three of these plain. Each block is one delta (no tail redrawn while it streams).
+    from agui_client.cli.chatview import MARKDOWN_WRITTEN
+
+    blocks = ["```python\n" + f"def f{n}(x):\n    return x + 1  # c\n" * 30 + "```\n\n" for n in range(4)]
+    events = [Start(), TextMessageStartEvent(message_id="m1"),
+              *(TextMessageContentEvent(message_id="m1", delta=block) for block in blocks),
+              TextMessageEndEvent(message_id="m1"), Finish()]
+    endpoint = served(ScriptedAgent([events]))
+    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
+        _say(child, "hi")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    raw = screen.getvalue()
+    shown = _text(screen)
+
+    assert child.exitstatus == 0 and all(f"def f{n}(x):" in shown for n in range(4))
+    # Every block drawn as code (in colour, its fence not shown).
+    assert "\x1b[38;5;" in raw[raw.rindex("f3"):]  # (256 colours on this terminal)
+    assert "```python" not in shown
+    # What the terminal received: at most the written budget and the chat's own lines (the banner, the
+    # prompts, the turn's end), the terminal's carriage returns aside.
+    assert len(raw) - raw.count("\r") <= MARKDOWN_WRITTEN + 4096
+
+
+def test_code_whose_colour_codes_outgrow_the_written_budget_is_shown_as_text() -> None:
+    # A piece a character long, each in another colour, writes some 20 times its text: the characters
+    # drawn fit their budget, the escape sequences do not, and the block is printed as the text it is.
+    from agui_client.cli import chatview
+    from agui_client.cli.terminal import SafeConsole
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=80, height=25, force_terminal=True, color_system="256")
+    writer = chatview._MarkdownWriter(console, "agent:", [chatview.MARKDOWN_CHARS, 20_000])
+    code = "```python\n" + "a+b-c*d/e%f+g-h*i/j%k+l-m*n/o%p+q-r*s/t%u+v-w*x/y%z\n" * 20 + "```"
+    writer.feed(code + "\n\nafter")
+    writer.close()
+    shown = sink.getvalue()
+
+    assert len(code) * 3 < 20_000 < chatview.MARKDOWN_CHARS  # (its characters, padding and all, fitted)
+    assert writer._markdown_left == [0, 0] and "```python" in shown  # (as text, its fences shown)
+    assert "\x1b[38;5;" not in shown[:shown.index("```python")]  # (nothing of the drawing written)
+
+
+@pytest.mark.parametrize("colours", ["truecolor", "256", "standard", None])
+def test_the_budget_is_charged_every_character_the_console_writes(colours: str | None) -> None:
+    # (escape sequences included, as the console writes them for its colour system: none without colour)
+    from agui_client.cli import chatview
+    from agui_client.cli.terminal import SafeConsole
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=80, height=25, force_terminal=colours is not None, color_system=colours)
+    writer = chatview._MarkdownWriter(console, "agent:")
+    writer.feed("start\n\n")
+    before, left = len(sink.getvalue()), list(writer._markdown_left)
+    writer.feed("```python\n" + "def f(x):\n    return [x, 1]  # c\n" * 5 + "```\n\n"
+                "# A **heading**\n\n| a | *b* |\n|---|---|\n| 1 | [l](https://x.example) |\n\n> ~~q~~ `c`\n\n")
+    written = sink.getvalue()[before:]
+    charged = [was - now for was, now in zip(left, writer._markdown_left, strict=True)]
+    writer.close()
+
+    assert charged[1] == len(written) and "```" not in sink.getvalue()  # (all of it drawn as Markdown)
+    assert ("\x1b[" in written) == (colours is not None)
+    # (the characters drawn: what was written less its colour codes and its links' escape sequences)
+    assert charged[0] == len(re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", written))
 
 
 def test_a_block_whose_drawing_outgrows_the_budget_is_shown_as_text() -> None:

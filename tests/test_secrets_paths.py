@@ -21,6 +21,7 @@ import pytest
 from wirekit import request_body
 
 import agui_client as ag
+from agui_client._inert import QUOTED_CHARS
 from agui_client.testing import (
     AsyncRecordingTransport,
     Finish,
@@ -192,3 +193,27 @@ def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_chara
     [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
     assert "\\x9b31m \\u202eevil" in problem and problem in said
     assert [char for char in RAW if char in said] == []
+
+
+def test_recorded_agents_refusal_of_a_resume_quotes_a_bounded_part_of_each_side(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A recorded answer of a megabyte: the refusal (its log line, the mismatch, the 409's detail) held it
+    # whole; it quotes QUOTED_CHARS of each side, with a count of the rest, as every such line does.
+    recorded = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+                "resume": [{"interruptId": "i1", "status": "resolved", "payload": "x" * 1_000_000}],
+                "tools": [], "context": [], "forwardedProps": {}, "state": {}}
+    (tmp_path / "01.request.json").write_text(json.dumps(recorded))
+    (tmp_path / "01.sse").write_text("")
+    agent = RecordedAgent(tmp_path)
+
+    with caplog.at_level(logging.WARNING, logger="agui_client.testing"), serve(agent) as endpoint, \
+            ag.AgentClient(endpoint.url) as client:
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            client.thread("t").run("hi")
+
+    assert caught.value.status_code == 409
+    [problem] = agent.mismatches
+    [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
+    assert problem in said and len(said) < 1_000 + len(str(tmp_path)) + 200
+    assert 'recorded [{"interruptId": "i1", "status": "resolved", "payload": "xxx' in problem
+    assert f"... ({len(json.dumps(recorded['resume'])) - QUOTED_CHARS} more characters)" in problem

@@ -29,6 +29,7 @@ from test_attack_io import Raw
 
 import agui_client as ag
 from agui_client._inert import QUOTED_CHARS
+from agui_client.telemetry import unsent_redact
 from agui_client.testing import Finish, ScriptedAgent, Start, text_message, tool_call
 
 #: The client's credential, as an API key header's value.
@@ -128,6 +129,42 @@ def test_hpack_lines_never_carry_a_sensitive_headers_value(drive: Any, caplog: p
     ]
 
 
+def test_hpack_lines_are_known_by_their_template_and_an_unknown_one_keeps_only_its_numbers(
+        drive: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # hpack 4 writes a header it adds as its name and value apart, with two flags after them (four
+    # arguments), and a decoded header as a tuple whose parts may be memoryviews. A line of a template
+    # the filter does not know (a later hpack's) shows each argument but its numbers as its type and size.
+    coder, table = logging.getLogger("hpack.hpack"), logging.getLogger("hpack.table")
+    caplog.set_level(logging.DEBUG, logger="hpack")
+    with drive.client("http://127.0.0.1:9/", headers={"Authorization": f"Bearer {API_KEY}"}):
+        coder.debug("Adding %s=%s to the header table, sensitive:%s, huffman:%s",
+                    b"authorization", f"Bearer {API_KEY}".encode(), False, True)
+        coder.debug("Adding %s=%s to the header table, sensitive:%s, huffman:%s",
+                    b"content-type", b"application/json", False, True)
+        coder.debug("Decoding %s", memoryview(b"\x88\x5f" + API_KEY.encode()))
+        coder.debug("Decoded %s, consumed %d", (b"x-api-key", API_KEY.encode()), 1)
+        coder.debug("Encoding %d with %d bits", 300, 7)
+        coder.debug("Header %s was %s (%d)", b"x-note", API_KEY.encode(), 3)
+        coder.debug("Headers: %s", [(b"x-note", API_KEY.encode())])
+        coder.debug("Decoded %s, consumed %d", f"authorization: Bearer {API_KEY}".encode(), 1)
+        table.debug("Evicting %s: %s from the header table", (b"authorization",), f"Bearer {API_KEY}".encode())
+
+    lines = [record.getMessage() for record in caplog.records if record.name.startswith("hpack")]
+    assert lines == [
+        "Adding b'authorization'=b'[redacted]' to the header table, sensitive:False, huffman:True",
+        "Adding b'content-type'=b'application/json' to the header table, sensitive:False, huffman:True",
+        f"Decoding <a header block of {2 + len(API_KEY)} bytes>",
+        "Decoded (b'x-api-key', b'[redacted]'), consumed 1",
+        "Encoding 300 with 7 bits",
+        f"Header <bytes of 6 withheld> was <bytes of {len(API_KEY)} withheld> (3)",
+        "Headers: <list of 1 withheld>",
+        # (arguments that do not fit their template: as an unknown line's)
+        f"Decoded <bytes of {len(f'authorization: Bearer {API_KEY}')} withheld>, consumed 1",
+        f"Evicting <tuple of 1 withheld>: <bytes of {len(f'Bearer {API_KEY}')} withheld> from the header table",
+    ]
+    assert not any(API_KEY in line for line in lines)
+
+
 def test_a_run_errors_text_quotes_a_bounded_part_of_the_agents_message(drive: Any, served: Any) -> None:
     message = "\x1b[2J" + "e" * 2**20  # (one line of a megabyte, opening with a terminal's clear-screen)
     endpoint = served(ScriptedAgent([[Start(), ag.RunErrorEvent(message=message, code="E1")]]))
@@ -205,3 +242,24 @@ def test_a_failed_tool_handlers_log_line_quotes_a_bounded_part_of_its_error(
     assert line.startswith("tool handler 'lookup' raised RuntimeError('no record for qqq")
     assert len(line) < QUOTED_CHARS + 200 and "more characters)" in line, len(line)
     assert line.endswith("for call 'c1'; the agent is told the call failed")
+
+
+def test_the_redactor_of_a_run_not_yet_sent_is_one_lookup_for_the_spans_and_the_threads_lines() -> None:
+    # A refused run's span and a thread's store lines ask the same function: the run's headers count
+    # when a run could send them (a mapping, or the pairs a plan holds), the client's own always.
+    class Broken:
+        def unsent_redactor(self, headers: Any) -> Any:
+            raise ValueError("no request can be built")
+
+    text = f"key {API_KEY}, token {TENANT}"
+    with ag.AgentClient("http://127.0.0.1:9/", headers={"X-Api-Key": API_KEY}) as client:
+        as_mapping = unsent_redact(client, {"X-Run-Token": TENANT})
+        as_pairs = unsent_redact(client, (("X-Run-Token", TENANT),))
+        unsendable = unsent_redact(client, {"X-Run-Token": f"{TENANT}\r\nX-Injected: 1"})
+        without = unsent_redact(client, None)
+
+    assert as_mapping is not None and as_pairs is not None and unsendable is not None and without is not None
+    assert as_mapping(text) == as_pairs(text) == "key [redacted], token [redacted]"
+    # (a header a run would refuse counts for nothing; the refusal is reported with the client's redacted)
+    assert unsendable(text) == without(text) == f"key [redacted], token {TENANT}"
+    assert unsent_redact(Broken(), {}) is None and unsent_redact(object(), {}) is None

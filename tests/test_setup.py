@@ -44,7 +44,8 @@ def test_the_snippets_that_name_no_extra_run_without_any() -> None:
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
 
     assert done.returncode == 0, done.stderr
-    assert re.search(r"plain install: [1-9]\d* snippet\(s\) run, serve\(\) checked, 0 failure", done.stdout)
+    assert re.search(r"plain install: [1-9]\d* snippet\(s\) run, serve\(\) and the codes checked, 0 failure",
+                     done.stdout)
 
 
 def test_serve_without_uvicorn_raises_an_import_error_naming_the_extra() -> None:

@@ -16,6 +16,7 @@ from .._retries import RetryDeadline, Retrying, note_retries_off, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import AguiError, TransportError
 from .client_io import pause
+from .thread_io import judged
 
 # unasync: sync docstring
 """The sync client's retry loop, ``tried`` (generated from the async client's ``atried``).
@@ -55,7 +56,8 @@ async def atried(client: Retrying, deadline: RetryDeadline | None, handle: Strea
                 raise
             if handle.before_resend is not None:
                 try:
-                    handle.before_resend()  # (a resume's answers, judged again: nothing more is sent)
+                    # (a resume's answers, judged again, as the plan judged them: nothing more is sent)
+                    await judged(handle.before_resend)
                 except AguiError as refused:
                     raise refused from error
             continue

@@ -14,12 +14,12 @@ from typing import Any, TypeVar
 
 from anyio.lowlevel import checkpoint
 
-from ..core.effects import Write
+from ..core.effects import Check, Write
 from ..core.flow import Conversation, planned
 from ..core.plan import Plan, ToolHandler
 from ..wire.sink import worker_context
 
-__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker"]
+__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "judged"]
 
 T = TypeVar("T")
 
@@ -39,24 +39,13 @@ class AsyncThreadIO(Conversation):
         # (loops in several OS threads may share the object, as a sync one; re-entrant: see Conversation._exclusive)
         self._taking = threading.RLock()
 
-    async def _planned(self, *arguments: Any) -> Plan:
-        """The run's plan (``Conversation._planning``), its checks of answers against the interrupts'
-        schemas made in a worker thread (``in_worker``: a cancelled caller waits for them), the rest on
-        the loop.
-
-        A resume's checks may spend up to the client's ``max_schema_steps`` (some 4.5 s of CPU by
-        default; 0.1 s for one small hostile schema), and on the loop every other run waited for them:
-        a check of 1.1 million steps held a loop 5.6 s on a loaded two-core machine, and in a worker
-        thread the loop went on with ticks 1.8 ms apart (median; 36 ms at the 99th percentile, 72 ms at
-        most: the check holds the interpreter's lock between switches). The checks read the answers, the
-        builder and copies of the interrupts; the thread's messages and state, which the loop's other
-        tasks may read (typing its messages as they do) or change meanwhile, are read on the loop. The
-        thread object is held (``_exclusive``) while the plan is made, as while its run is in flight.
-        """
-        planning = self._planning(*arguments)
-        checks = next(planning)
-        entries = await in_worker(checks) if self._checks_schemas(arguments[1]) else checks()
-        return planned(planning, entries)
+    async def _planned(self, *arguments: Any, **keywords: Any) -> Plan:
+        """The run's plan (``Conversation._planning``, given the arguments as they came), its checks made
+        where :func:`judged` makes them (a check of answers against the interrupts' schemas in a worker
+        thread), the rest on the loop, where its other tasks read and change the thread. The thread
+        object is held (``_exclusive``) while the plan is made, as while its run is in flight."""
+        planning = self._planning(*arguments, **keywords)
+        return planned(planning, await judged(next(planning)))
 
     async def _load(self) -> Any:
         """The thread's stored record, read in a worker thread (on the loop for a ``MemoryStore``)."""
@@ -138,6 +127,20 @@ async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         except Exception:  # noqa: BLE001, S110 - the read's own failure: the cancellation is what the caller sees
             pass
         raise
+
+
+async def judged(check: Check[T]) -> T:
+    """What ``check.judge()`` returns (a resume's answers judged), judged in a worker thread when it checks
+    answers against schemas (``costly``; ``in_worker``: a cancelled caller waits for it), else on the loop.
+
+    A resume's checks may spend up to the client's ``max_schema_steps`` (some 4.5 s of CPU by default;
+    0.1 s for one small hostile schema), and on the loop every other run waited for them: a check of 1.1
+    million steps held a loop 5.6 s on a loaded two-core machine, and in a worker thread the loop went
+    on with ticks 1.8 ms apart (median; 36 ms at the 99th percentile, 72 ms at most: the check holds the
+    interpreter's lock between switches). The one way every such check is made: the plan's, the tool
+    loop's before its handlers run, and the one before a retried request is sent.
+    """
+    return await in_worker(check.judge) if check.costly else check.judge()
 
 
 def calls_on_loop(store: Any) -> bool:

@@ -17,6 +17,7 @@ from .._retries import RetryDeadline, Retrying, note_retries_off, retry_wait
 from ..core.exchange import StreamHandle
 from ..errors import AguiError, TransportError
 from .client_io import pause
+from .thread_io import judged
 
 __all__ = ["tried"]
 
@@ -48,7 +49,8 @@ def tried(client: Retrying, deadline: RetryDeadline | None, handle: StreamHandle
                 raise
             if handle.before_resend is not None:
                 try:
-                    handle.before_resend()  # (a resume's answers, judged again: nothing more is sent)
+                    # (a resume's answers, judged again, as the plan judged them: nothing more is sent)
+                    judged(handle.before_resend)
                 except AguiError as refused:
                     raise refused from error
             continue

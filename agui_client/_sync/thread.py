@@ -32,17 +32,17 @@ from .._streams import (
     stepped_by,
     stream_left,
 )
-from ..core.effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
+from ..core.effects import RECEIVE, Check, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from ..core.exchange import StreamHandle
 from ..core.flow import ResumeInput
 from ..core.headers import RunHeaders, layered
 from ..core.plan import MessageInput, ToolHandler
 from ..core.result import RunResult
 from ..errors import AguiError, StreamMisused
-from ..telemetry import UNWATCHED, watch_loop, watch_run
+from ..telemetry import UNWATCHED, unsent_redact, watch_loop, watch_run
 from ..wire.types.base import JSON
 from ..wire.types.run import Context, Tool
-from .thread_io import INTERRUPTED, ThreadIO
+from .thread_io import INTERRUPTED, ThreadIO, judged
 
 if TYPE_CHECKING:
     from ..client import AgentClient
@@ -94,13 +94,10 @@ class Thread(ThreadIO):
         # (the client's, read at each check: setting it changes the next resume)
         return self.client.max_schema_steps
 
-    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
+    def _unsent_redact(self, headers: Mapping[str, str] | RunHeaders | None) -> Callable[[str], str] | None:
         # (the redactor of the request the client would send with the run's headers: what the store's
-        # errors this object logs go through before a request was sent)
-        try:
-            return self.client.unsent_redactor(dict(headers)).text
-        except Exception:  # noqa: BLE001 - (a client that cannot build a request: the run's error says why)
-            return None
+        # errors this object logs go through before a request was sent; the run's span looks it up alike)
+        return unsent_redact(self.client, headers)
 
     def run(self, message: MessageInput = None, *, resume: ResumeInput = None,
             tools: Sequence[Tool] | None = None, context: Sequence[Context] | None = None,
@@ -289,8 +286,9 @@ class Thread(ThreadIO):
         _check_open(self)
         _check_loop_keywords(kwargs, "stream_until_done")
         with self._exclusive(), watch_loop(self.client, self, max_steps, streamed=True) as watch:
-            # (a store error's text through the client's redactor; the thread's last run's, else)
-            said = partial(self._store_text, handle=None, headers=())
+            # (a store error's text through the redactor of the request the loop's runs send: the client's
+            # headers and the run headers the loop was given, as a run's own stream redacts it)
+            said = partial(self._store_text, handle=None, headers=kwargs.get("headers"))
             loop = LoopStream(self._state)
             pump = _Loop(self._until_done(message, max_steps, kwargs), _Exchange(), watch, loop)
             self._next_run(pump)
@@ -475,6 +473,8 @@ class Thread(ThreadIO):
             return self._handler_output(self._invoke(effect.call))
         if kind is Run:
             return self.run(effect.message, **effect.arguments)
+        if kind is Check:
+            return judged(effect)
         raise AssertionError(f"not an effect: {effect!r}")
 
 

@@ -10,13 +10,15 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from ..core.effects import Write
+from ..core.effects import Check, Write
 from ..core.flow import Conversation
 from ..core.plan import Plan
 
-__all__ = ["ThreadIO", "INTERRUPTED"]
+__all__ = ["ThreadIO", "INTERRUPTED", "judged"]
+
+T = TypeVar("T")
 
 #: What ends a run from outside, which the flow settles as an interruption: a Ctrl-C (in the async
 #: shell, a cancelled task).
@@ -30,9 +32,9 @@ class ThreadIO(Conversation):
         super().__init__(*args, **kwargs)
         self._taking = threading.RLock()  # (OS threads may share the object; re-entrant: see Conversation._exclusive)
 
-    def _planned(self, *arguments: Any) -> Plan:
+    def _planned(self, *arguments: Any, **keywords: Any) -> Plan:
         """The run's plan (``Conversation._plan``), made here: the sync shell has no loop to keep serving."""
-        return self._plan(*arguments)
+        return self._plan(*arguments, **keywords)
 
     def _load(self) -> Any:
         """The thread's stored record."""
@@ -54,6 +56,12 @@ class ThreadIO(Conversation):
         with _interrupt_deferred():
             self._version = call(self.id, **effect.arguments)
         return self._version
+
+
+def judged(check: Check[T]) -> T:
+    """What ``check.judge()`` returns (a resume's answers judged), judged here: the sync shell has no loop
+    to keep serving (the async shell judges a costly check in a worker thread)."""
+    return check.judge()
 
 
 @contextmanager

@@ -323,14 +323,15 @@ class Chat:
         answered = len(self.answers)
         try:
             builder: ResumeBuilder | None = None
-            if self.thread.open_interrupts:
-                builder = self._answers() if message is None else self._abandon_all()
+            interrupts = self.thread.open_interrupts
+            if interrupts:
+                builder = self._answers(interrupts) if message is None else self._abandon_all(interrupts)
             resuming = builder is not None
             result = self._stream(message, builder, runs)
             answered = len(self.answers)  # (given in a run that completed: kept)
-            while result.outcome == "interrupt" and self.thread.open_interrupts:
+            while result.outcome == "interrupt" and (interrupts := self.thread.open_interrupts):
                 resuming = False
-                builder = self._answers()
+                builder = self._answers(interrupts)
                 resuming = True
                 result = self._stream(None, builder, runs)
                 answered = len(self.answers)
@@ -410,39 +411,44 @@ class Chat:
 
     # -- interrupts -----------------------------------------------------------------------------------
 
-    def _abandon_all(self) -> ResumeBuilder:
+    def _abandon_all(self, interrupts: Sequence[Interrupt]) -> ResumeBuilder:
         builder = self.thread.resume_builder()
-        for interrupt in self.thread.open_interrupts:
+        for interrupt in interrupts:
             builder.abandon(interrupt.id)
             self.out.line(f"abandoned interrupt {named(interrupt.id)} (a new message was sent instead)", "yellow")
         return builder
 
-    def _answers(self) -> ResumeBuilder:
+    def _answers(self, interrupts: Sequence[Interrupt]) -> ResumeBuilder:
+        """Ask for an answer to each of ``interrupts`` (the thread's open ones, read once for the turn:
+        each read copies every schema, and the forms only read them; asking whether several were open,
+        per answer, copied them all again, 182,400 copies for 300 interrupts)."""
         builder = self.thread.resume_builder()
         expired = set(builder.expired)
-        for interrupt in self.thread.open_interrupts:
+        several = len(interrupts) > 1
+        for interrupt in interrupts:
             render_interrupt(self.out, interrupt, self.thread.state)
             if interrupt.id in expired:
                 self.out.line(f"interrupt {named(interrupt.id)} has expired and cannot be answered: abandoning it",
                               "yellow")
                 builder.abandon(interrupt.id)
                 continue
-            payload = self._ask(interrupt)
+            payload = self._ask(interrupt, several)
             if payload is _EXPIRED:
                 self.out.line(f"interrupt {named(interrupt.id)} expired while you answered: abandoning it", "yellow")
                 builder.abandon(interrupt.id)
                 continue
             builder.answer(interrupt.id, payload)
             said = answer_text(payload)
-            which = f" to {ascii_named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+            which = f" to {ascii_named(interrupt.id)}" if several else ""
             self.out.line(f"answer{which}: {said}", "bold")
             self.answers.append((len(self.thread.state.messages), f"answer to {named(interrupt.reason)}: {said}"))
         return builder
 
-    def _ask(self, interrupt: Interrupt) -> Any:
-        """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn)."""
+    def _ask(self, interrupt: Interrupt, several: bool) -> Any:
+        """The person's answer, asked until the schema accepts it (Ctrl-C gives up, with the turn);
+        ``several``: whether other interrupts are open too."""
         # (the id is in the panel above; named here only when several questions are open at once)
-        which = f" to {ascii_named(interrupt.id)}" if len(self.thread.open_interrupts) > 1 else ""
+        which = f" to {ascii_named(interrupt.id)}" if several else ""
         self.out.line(f"Your answer{which} (empty input takes the default shown):", "bold")
         while True:
             payload = forms.ask_payload(interrupt.response_schema, self.asker, gate=True)

@@ -1,10 +1,11 @@
 """The view of a chat turn: one run's events drawn in the terminal as they arrive (``agui chat``).
 
 The answer is rendered as Markdown as it arrives (finished blocks printed once, only the unfinished
-tail redrawn in place, so a long message costs what it is long, and only :data:`MARKDOWN_CHARS` of a
-run's answers rendered as Markdown at all), reasoning shown dimmed and folded to one line ("thought
-for N s") once the answer starts, tool calls with their arguments and results (a JSON array of
-objects as a table), subagents labelled; the one-line events go to the CLI's
+tail redrawn in place, so a long message costs what it is long, and only so much of a run's answers
+rendered as Markdown at all as draws :data:`MARKDOWN_CHARS` characters and writes
+:data:`MARKDOWN_WRITTEN` to the terminal, escape sequences included), reasoning shown dimmed and
+folded to one line ("thought for N s") once the answer starts, tool calls with their arguments and
+results (a JSON array of objects as a table), subagents labelled; the one-line events go to the CLI's
 :class:`~agui_client.cli.render.EventRenderer`. The chat loop that makes a view per run is
 :mod:`agui_client.cli.chat`'s.
 """
@@ -45,11 +46,20 @@ TABLE_COLUMNS = 8
 TABLE_MAX_CHARS = 256 * 1024
 #: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
 THINKING_LINES = 4
-#: The characters of one run's answers rendered as Markdown; the blocks that no longer fit are shown as
-#: plain text. Rendering costs far more than reading: a table runs at some 10 KB a second on a small
-#: machine, a highlighted code block at 20, against a megabyte a second and more for plain text, so an
-#: agent's megabytes of tables held the chat for hours after they arrived.
+#: The characters one run's answers may draw as Markdown (what the drawings show: a heading's line the
+#: terminal's width long, not the escape sequences around each piece; see ``_MarkdownWriter._print``);
+#: the blocks that no longer fit are shown as plain text. Rendering costs far more than reading: a table
+#: runs at some 10 KB a second on a small machine, a highlighted code block at 20, against a megabyte a
+#: second and more for plain text, so an agent's megabytes of tables held the chat for hours after they
+#: arrived. This bounds the time the drawing takes.
 MARKDOWN_CHARS = 64 * 1024
+#: What one run's Markdown may write to the terminal, escape sequences included: highlighted code writes
+#: 15 to 30 times its text in colour codes (8 KiB of it, 239 KB), so the characters drawn alone let an
+#: agent send the terminal some 2 MB a run. This bounds the bytes the terminal receives; it is set well
+#: above ordinary answers' (a dozen highlighted 30-line blocks write some 350 KB at 100 columns in
+#: 24-bit colour) so that they keep their colours, where one budget of both would have left the code
+#: after the first two such blocks plain.
+MARKDOWN_WRITTEN = 1024 * 1024
 
 
 class ChatView:
@@ -69,8 +79,9 @@ class ChatView:
         self._writer_id: str | None = None
         self._thinking: _Thinking | None = None
         self._calls: dict[str, tuple[str, list[str], str | None]] = {}
-        # (what is left of MARKDOWN_CHARS, shared by the run's messages: one list, spent in place)
-        self._markdown_left = [MARKDOWN_CHARS]
+        # (what is left of MARKDOWN_CHARS and MARKDOWN_WRITTEN, shared by the run's messages: one list,
+        # spent in place)
+        self._markdown_left = [MARKDOWN_CHARS, MARKDOWN_WRITTEN]
 
     def event(self, event: ev.Event | ev.UnknownEvent) -> None:
         """Show one event."""
@@ -223,9 +234,10 @@ class _MarkdownWriter(_Writer):
     code fence left open) costs what it is long, not its square, and the whole of it is printed once
     when it ends.
 
-    ``markdown_left`` (a one-item list, spent in place) is how many characters may still be rendered as
-    Markdown (:data:`MARKDOWN_CHARS` when not given): a finished block that does not fit is printed as
-    plain text, and so is the redrawn tail once nothing is left.
+    ``markdown_left`` (a two-item list, spent in place) is how many characters the Markdown may still
+    draw and how many it may still write, escape sequences included (:data:`MARKDOWN_CHARS` and
+    :data:`MARKDOWN_WRITTEN` when not given): a finished block that does not fit is printed as plain
+    text, and so is the redrawn tail once either is spent.
 
     The tail is drawn again only when it changed, and no more often than its drawing's cost allows
     (:class:`_Redrawn`; ``clock`` and ``work`` are its clocks, given by the tests).
@@ -236,7 +248,7 @@ class _MarkdownWriter(_Writer):
         self.console = console
         self.label = label
         self._clock, self._work = clock, work
-        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS]
+        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS, MARKDOWN_WRITTEN]
         self._labelled = False
         self._lines: list[str] = []  # the tail's complete lines, each with its line end
         self._partial: list[str] = []  # the pieces of its last line, whose end has not come
@@ -245,6 +257,8 @@ class _MarkdownWriter(_Writer):
         self._head = ""  # (that code block's opening line, or the head and delimiter rows of a table the tail is)
         self._live: Live | None = None
         self._redrawn: _Redrawn | None = None
+        # (the characters of escape sequences the console writes around a piece drawn in each style met)
+        self._styled: dict[Style, int] = {}
 
     def feed(self, delta: str) -> None:
         *ended, rest = delta.split("\n")
@@ -341,25 +355,38 @@ class _MarkdownWriter(_Writer):
         """Print a finished block: as Markdown while what the run's Markdown wrote stays within its budget,
         else as plain text.
 
-        The budget is charged what the drawing writes, not the block's length: a heading is drawn as a
-        line the terminal's width long, and a tower of combining marks as the escapes it is shown by (six
-        characters for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s. The drawing is
-        read a segment at a time and given up once it has written what is left, the block then printed
-        as text: a block costs at most the budget to draw, whatever it becomes.
+        Two budgets are charged, both by what the drawing writes rather than the block's length. The
+        characters drawn (:data:`MARKDOWN_CHARS`, the drawing's time): a heading is drawn as a line the
+        terminal's width long, a tower of combining marks as the escapes it is shown by (six characters
+        for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s. And what is written, escape
+        sequences included (:data:`MARKDOWN_WRITTEN`, the terminal's bytes): each styled piece is written
+        between its style's escape sequences, and highlighted code writes 15 to 30 times its text in
+        colour codes (8 KiB of it, 239 KB). The drawing is read a segment at a time and given up once it
+        has spent what is left of either, the block then printed as text: a block costs at most the
+        budgets to draw, and writes at most that, whatever it becomes.
         """
         self._label()
         left = self._markdown_left
         if len(block) <= left[0]:
             drawn: list[Segment] = []
-            written = 0
+            chars = written = 0
+            styled = self._styled
             for segment in self.console.render(_markdown(block)):
-                written += len(segment.text)
-                if written > left[0]:
-                    left[0] = 0
+                text, style, _ = segment
+                chars += len(text)
+                written += len(text)
+                if style and text:
+                    around = styled.get(style)
+                    if around is None:
+                        around = styled[style] = _escapes_around(self.console, style)
+                    written += around
+                if chars > left[0] or written > left[1]:
+                    left[0] = left[1] = 0
                     break
                 drawn.append(segment)
             else:
-                left[0] -= written
+                left[0] -= chars
+                left[1] -= written
                 self.console.print(Segments(drawn))
                 return
         # Left for the terminal to wrap: rich's wrapping of one Text grows faster than the text (1 MB took
@@ -369,7 +396,7 @@ class _MarkdownWriter(_Writer):
 
     def _rendered(self, tail: str) -> RenderableType:
         """The redrawn tail: Markdown while the run may still render some, else plain text."""
-        return _markdown(tail) if self._markdown_left[0] > 0 else safe_text(tail)
+        return _markdown(tail) if self._markdown_left[0] > 0 and self._markdown_left[1] > 0 else safe_text(tail)
 
     def _stop_live(self) -> None:
         if self._live is None:
@@ -381,6 +408,15 @@ class _MarkdownWriter(_Writer):
         with held_signals():
             live, self._live = self._live, None
             live.stop()
+
+
+def _escapes_around(console: Console, style: Style) -> int:
+    """The characters ``console`` writes around a piece of text drawn in ``style``: its escape sequences
+    (colours, attributes; none on a console without colour), measured by having the console write one
+    character in it, so the count is the console's own, whatever its colour system."""
+    with console.capture() as captured:
+        console.print(Segments([Segment("x", style)]), end="")
+    return len(captured.get()) - 1
 
 
 #: The most of an unfinished block the live view redraws (a terminal shows less).

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 # (not .terminal: forms serve agui_client.testing, which runs without rich)
 from .._inert import ascii_named, one_line, unmixed
-from ..core.interrupts import ResumeBuilder, check_answer
+from ..core.interrupts import check_answer, check_resume
 from ..wire.types.base import JSON
-from ..wire.types.run import Interrupt
+from ..wire.types.run import Interrupt, ResumeEntry
 
 __all__ = ["Asker", "Field", "fields", "gate_field", "describe", "yes_payload", "yes_unfilled", "ask_payload",
            "field_errors", "judge_alone", "typed_json", "answer_parts"]
@@ -237,7 +237,10 @@ def judge_alone(interrupt: Interrupt, payload: JSON, *, max_schema_steps: int | 
     """
     # The client's ceiling, not the default: the run checks the answer again within it, so a form that
     # judged with another would take an answer the run then refuses (or refuse one it would send).
-    ResumeBuilder((interrupt,)).answer(interrupt.id, payload).build(max_schema_steps=max_schema_steps)
+    # The check itself, not a builder's: a builder copies the schema it is given (its own, to check
+    # against), once per answer tried, where the check only reads it.
+    entry = ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload)
+    check_resume((interrupt,), (entry,), max_schema_steps=max_schema_steps)
 
 
 def typed_json(text: str) -> Any:

@@ -20,6 +20,8 @@ effect                what the shell does                             what it se
 a list of events      hand them to the caller, one by one             nothing
 ``Invoke``            call a tool handler (awaiting it when async)    its output
 ``Run``               run once more (the tool loop)                   the ``RunResult``
+``Check``             judge a resume's answers (the async shell in a  what ``judge()`` returns
+                      worker thread when it checks schemas)
 ====================  ==============================================  ==================================
 """
 
@@ -31,11 +33,11 @@ from typing import Any, Literal, TypeVar
 import attrs
 
 from ..wire.types import messages as msg
-from .exchange import StreamHandle
+from .exchange import Check, StreamHandle
 from .plan import MessageInput, Plan
 from .result import RunResult
 
-__all__ = ["Flow", "Write", "Load", "Send", "RECEIVE", "Close", "Hand", "Invoke", "Run"]
+__all__ = ["Flow", "Write", "Load", "Send", "RECEIVE", "Close", "Hand", "Invoke", "Run", "Check"]
 
 T = TypeVar("T")
 #: A step of the protocol: yields effects, is sent their answers, returns its result.

@@ -10,7 +10,7 @@ the handle what a failure means for the thread's claim; neither imports the othe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -23,7 +23,25 @@ from .patch import MAX_PATCH_OPS
 from .redact import Redactor
 from .schema import DEFAULT_MAX_SCHEMA_STEPS
 
-__all__ = ["StreamHandle", "opening_stage", "request_body"]
+__all__ = ["Check", "StreamHandle", "opening_stage", "request_body"]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(slots=True)
+class Check(Generic[T]):
+    """A resume's answers judged (``judge()``: the entries, or ``None``; it raises to send nothing), made
+    where the shell makes CPU work: a sync shell at once, the async one in a worker thread when ``costly``.
+
+    ``judge`` reads the answers, the caller's builder and the open interrupts (only read: the fold
+    replaces them, never changes them in place), nothing else of the thread's (the loop's other tasks
+    may read and change it meanwhile). ``costly``: it checks answers
+    against ``responseSchema`` s, which may spend up to the client's ``max_schema_steps`` (seconds of
+    CPU); a check without schemas stays where it is asked for (a thread hop costs more than it).
+    """
+
+    judge: Callable[[], T]
+    costly: bool
 
 
 class StreamHandle:
@@ -40,7 +58,7 @@ class StreamHandle:
         self.redactor = Redactor()
         #: Asked before a request is sent again (``max_retries``), after the wait: raises to send nothing
         #: more (a resume's answers judged again: an interrupt may have expired while the retry waited).
-        self.before_resend: Callable[[], None] | None = None
+        self.before_resend: Check[None] | None = None
         #: The run's budget of what its events may make the thread hold (``max_run_memory``): charged by
         #: the client as it reads the body, checked by the session before it folds each read.
         self.budget: MemoryBudget | None = None

@@ -52,7 +52,7 @@ from ..wire import codec
 from ..wire.types import messages as msg
 from ..wire.types.base import JSON
 from ..wire.types.run import PROTOCOL_VERSION, Context, ResumeEntry, RunAgentInput, Tool
-from .effects import RECEIVE, Close, Flow, Hand, Invoke, Load, Run, Send, Write
+from .effects import RECEIVE, Check, Close, Flow, Hand, Invoke, Load, Run, Send, Write
 from .exchange import StreamHandle
 from .fold import ThreadState, parsed_arguments
 from .headers import checked_headers
@@ -92,9 +92,9 @@ __all__ = ["Conversation", "Planning", "ResumeInput", "planned"]
 #: What ``run(resume=...)`` accepts: a builder or the entries themselves.
 ResumeInput = ResumeBuilder | Sequence[ResumeEntry] | None
 
-#: A run's plan in the making (``Conversation._planning``): it yields the resume's checks, is sent the
-#: entries they return, and returns the plan.
-Planning = Generator[Callable[[], tuple[ResumeEntry, ...]], tuple[ResumeEntry, ...], Plan]
+#: A run's plan in the making (``Conversation._planning``): it yields the resume's checks (a ``Check``
+#: whose ``judge()`` returns the entries), is sent the entries, and returns the plan.
+Planning = Generator[Check[tuple[ResumeEntry, ...]], tuple[ResumeEntry, ...], Plan]
 
 
 def planned(planning: Planning, entries: tuple[ResumeEntry, ...]) -> Plan:
@@ -174,7 +174,8 @@ class Conversation(Standing):
         kept builder must not answer a new question that reuses an id. ``now`` defaults to the
         client's clock.
         """
-        return ResumeBuilder(self._state.open_interrupts, now=now if now is not None else self._clock,
+        # (the ledger's own interrupts, not a read's copies: the builder copies what it is given)
+        return ResumeBuilder(self._state.ledger.open_interrupts, now=now if now is not None else self._clock,
                              thread_id=self.id, run_id=self._state.interrupted_run_id)
 
     def add_message(self, message: msg.Message) -> None:
@@ -264,23 +265,26 @@ class Conversation(Standing):
         """The run's plan, its checks made here (see :meth:`_planning`)."""
         planning = self._planning(message, resume, tools, context, forwarded_props, state, run_id, pending_unknown,
                                   run_timeout, headers)
-        return planned(planning, next(planning)())
+        return planned(planning, next(planning).judge())
 
     def _planning(self, message: MessageInput, resume: ResumeInput, tools: Sequence[Tool] | None,
                   context: Sequence[Context] | None, forwarded_props: JSON, state: JSON,
                   run_id: str | None, pending_unknown: bool = False, run_timeout: float | None = None,
                   headers: Mapping[str, str] | None = None) -> Planning:
-        """The run's plan, made in two halves around the resume's checks: it yields them (a call reading
-        the answers, the caller's builder and copies of the interrupts, nothing else of the thread's), is
-        sent what the call returns, and returns the plan (:func:`planned`). The async shell makes the
-        checks in a worker thread (they may take seconds of CPU) and both halves on the loop, where its
-        other tasks read and change the thread."""
+        """The run's plan, made in two halves around the resume's checks: it yields them (a :class:`Check`
+        whose ``judge()`` reads the answers, the caller's builder and the open interrupts, nothing else of
+        the thread's), is sent what the judge returns, and returns the plan (:func:`planned`). The
+        async shell makes costly checks in a worker thread (they may take seconds of CPU) and both halves
+        on the loop, where its other tasks read and change the thread."""
         # Everything here runs before the thread is claimed and before any byte is sent: a refusal
         # leaves the thread as it was.
         checked = checked_headers(headers)
         run_timeout = checked_seconds("run_timeout", run_timeout)
         new = new_messages(message)
-        open_interrupts = self._state.open_interrupts
+        # The interrupts the checks read (and only read): the thread's own, not a read's copies of every
+        # schema (200 forms: some 0.17 s of the loop a read). The thread replaces them as it folds, never
+        # changes them in place, so a worker thread reads them while the loop goes on.
+        open_interrupts = self._state.ledger.open_interrupts
         answering = self._answering(resume, pending_unknown)
         now, ceiling = self._clock, self._schema_ceiling()
 
@@ -290,7 +294,8 @@ class Conversation(Standing):
             check_resume(open_interrupts, entries, now=now, pending_unknown=pending_unknown, max_schema_steps=ceiling)
             return entries
 
-        entries = yield answered
+        costly = self._checks_schemas(resume)
+        entries = yield Check(answered, costly)
 
         def recheck() -> None:
             # (again before a try sent after a wait, max_retries, when an interrupt may have expired)
@@ -301,7 +306,7 @@ class Conversation(Standing):
         if via is not None and entries:
             # Interrupts the legacy bridge read: the answers go where that producer reads them, and
             # only there (a resume list as well would be two answers to one question).
-            forwarded_props = forward_resume(via, forwarded_props, entries, open_interrupts)
+            forwarded_props = forward_resume(via, forwarded_props, entries, self._state.open_interrupts)
             sent = ()
         else:
             warn_absent_payloads(entries)
@@ -333,20 +338,18 @@ class Conversation(Standing):
         )
         return Plan(run_input=run_input, new_messages=new, state=state, replace_state=replace_state,
                     resuming=bool(entries), body=encode_input(run_input), run_timeout=run_timeout,
-                    headers=checked, recheck=recheck if entries else None)
-
-    def _resume_entries(self, resume: ResumeInput, pending_unknown: bool) -> tuple[ResumeEntry, ...]:
-        """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent)."""
-        return self._answering(resume, pending_unknown)()
+                    headers=checked, recheck=Check(recheck, costly) if entries else None)
 
     def _answering(self, resume: ResumeInput, pending_unknown: bool) -> Callable[[], tuple[ResumeEntry, ...]]:
-        """:meth:`_resume_entries` in two halves: what the thread's state refuses is refused now; the call
-        returned builds the entries (a builder checks its answers), reading nothing of the thread's."""
-        open_interrupts = self._state.open_interrupts
+        """The entries ``resume`` gives, refused as the open interrupts require (before anything is sent),
+        in two halves: what the thread's state refuses is refused now; the call returned builds the
+        entries (a builder checks its answers), reading nothing of the thread's."""
+        open_interrupts = self._state.ledger.open_interrupts  # (only read here, as the plan's checks read them)
         if open_interrupts and not resume:
             # Not a resume that left some out: a run that would move past the questions. Said so, with
-            # the questions and the way to answer them (still an UncoveredInterrupts).
-            raise awaiting_answers(self.id, open_interrupts)
+            # the questions and the way to answer them (still an UncoveredInterrupts; they go with the
+            # error: copies).
+            raise awaiting_answers(self.id, self._state.open_interrupts)
         if isinstance(resume, ResumeBuilder):
             check_target(resume, self.id, self._state.interrupted_run_id, open_interrupts,
                                  lambda: [run.run_id for run in self._state.runs])
@@ -354,20 +357,27 @@ class Conversation(Standing):
         entries = tuple(resume or ())
         return lambda: entries
 
-    def _refuse_early(self, arguments: Mapping[str, Any]) -> None:
+    def _early_check(self, arguments: Mapping[str, Any]) -> Check[None]:
         """The run's resume checks, judged before the tool loop runs a handler: a run they refuse must not
-        have had an action taken, or a tool answer added, on its behalf."""
+        have had an action taken, or a tool answer added, on its behalf. What the thread's state refuses
+        is refused now; the rest is the ``Check`` returned, made as the plan's are (:meth:`_planning`)."""
         resume, pending_unknown = arguments.get("resume"), bool(arguments.get("pending_unknown", False))
-        # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
-        entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled" else e
-                   for e in self._resume_entries(resume, pending_unknown)]
-        check_resume(self._state.open_interrupts, entries, now=self._clock, pending_unknown=pending_unknown,
-                     max_schema_steps=self._schema_ceiling())
+        answering = self._answering(resume, pending_unknown)
+        # (the thread's own interrupts, only read, as the plan's checks read them: see _planning)
+        open_interrupts, now, ceiling = self._state.ledger.open_interrupts, self._clock, self._schema_ceiling()
+
+        def judge() -> None:
+            # (an abandoning entry's payload is dropped, as the run drops it; the run itself warns of it)
+            entries = [attrs.evolve(e, payload=None) if isinstance(e, ResumeEntry) and e.status == "cancelled"
+                       else e for e in answering()]
+            check_resume(open_interrupts, entries, now=now, pending_unknown=pending_unknown, max_schema_steps=ceiling)
+        return Check(judge, self._checks_schemas(resume))
 
     def _checks_schemas(self, resume: ResumeInput) -> bool:
         """Whether planning a run with ``resume`` checks answers against the open interrupts' schemas (the
         async shell plans such a run in a worker thread: a check may take seconds of CPU)."""
-        return bool(resume) and any(i.response_schema is not None for i in self._state.open_interrupts)
+        # (only read: the ledger's own interrupts, not a read's copies of every schema)
+        return bool(resume) and any(i.response_schema is not None for i in self._state.ledger.open_interrupts)
 
     def _schema_ceiling(self) -> int | None:
         """The most steps a resume's schema checks may spend (the shells give their client's
@@ -547,7 +557,7 @@ class Conversation(Standing):
         checked_headers(arguments.get("headers"))  # (refused before a handler runs, as the resume checks are)
         held = self._held_calls()
         if held is not None:
-            self._refuse_early(arguments)
+            yield self._early_check(arguments)
             yield from self._answer_tools(held)
         result = yield from self._run_claimed(message, arguments)
         for _ in range(max_steps - 1):

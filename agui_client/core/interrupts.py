@@ -699,6 +699,11 @@ class ResumeBuilder:
 
         Expiry is judged now, at build time, with the builder's clock.
 
+        Checking answers against their ``responseSchema`` s is CPU work, bounded by ``max_schema_steps``
+        (the default, 8,000,000 steps, is some 4.5 s), made where ``build()`` is called. On an event loop,
+        hand the builder to ``await thread.run(resume=builder)``, which builds it in a worker thread, or
+        make the call there yourself: ``await asyncio.to_thread(builder.build)``.
+
         Args:
             pending_unknown: the builder holds no interrupts because they are unknown (a thread
                 rebuilt from elsewhere): return the recorded entries, in call order, instead of

@@ -23,7 +23,7 @@ from ..wire.jsonio import json_problem
 from ..wire.types import messages as msg
 from ..wire.types.base import JSON
 from ..wire.types.run import RunAgentInput, Tool
-from .exchange import request_body
+from .exchange import Check, request_body
 from .headers import RunHeaders
 
 __all__ = ["Plan", "MessageInput", "ToolHandler", "new_messages", "declare", "is_parts", "unencodable",
@@ -102,7 +102,7 @@ class Plan:
     #: This run's own request headers, checked (``core.headers``); never in a repr: they hold credentials.
     headers: RunHeaders = attrs.field(default=(), repr=False)
     #: A resume's check of its answers, made again before the request is sent again (``None``: no resume).
-    recheck: Callable[[], None] | None = attrs.field(default=None, repr=False, eq=False)
+    recheck: Check[None] | None = attrs.field(default=None, repr=False, eq=False)
 
 
 def new_messages(message: MessageInput) -> tuple[msg.Message, ...]:

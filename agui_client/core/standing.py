@@ -286,7 +286,8 @@ class Standing:
             logger.warning("thread %s: could not release its claim after the run failed or was interrupted: %s",
                            named(self.id), self._store_text(exc, handle, headers))
 
-    def _store_text(self, exc: BaseException, handle: StreamHandle | None, headers: RunHeaders) -> str:
+    def _store_text(self, exc: BaseException, handle: StreamHandle | None,
+                    headers: Mapping[str, str] | RunHeaders | None) -> str:
         """A store's error as this object's log lines write it: through the redactor of the run's request.
 
         A store of the application's own may say anything in its errors: the thread's data it was
@@ -301,7 +302,7 @@ class Standing:
         redact = redact or self._redact
         return redact(text) if redact is not None else text
 
-    def _unsent_redact(self, headers: RunHeaders) -> Callable[[str], str] | None:
+    def _unsent_redact(self, headers: Mapping[str, str] | RunHeaders | None) -> Callable[[str], str] | None:
         """The redactor of a request the client would send with ``headers`` (``None`` here: the core knows
         no client; the shells, which do, say)."""
         return None

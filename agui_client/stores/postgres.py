@@ -47,9 +47,11 @@ PostgreSQL's row lock on the head does the compare-and-set:
   written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
   CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts;
-* a claim (its ``UPDATE``, or a new thread's ``INSERT``) also asks, in the same statement, that the
-  tables carry no trigger or rule but PostgreSQL's own and the trusted ones: one added after the store
-  opened them is refused at the next claim, before a run sends anything (``STORE-SCHEMA``).
+* every write (its ``UPDATE``, a new thread's ``INSERT``, a delete's ``DELETE`` of the head) also asks,
+  in the same statement, that the tables carry no trigger or rule but PostgreSQL's own and the trusted
+  ones: one added after the store opened them is refused at the next write, nothing written, and at a
+  claim before a run sends anything (``STORE-SCHEMA``). A statement-level trigger still fires once in
+  the refused statement (PostgreSQL fires it before the statement reads a row).
 
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
@@ -192,22 +194,26 @@ _FOREIGN_CODE = (
     " UNION ALL SELECT 'rule', rulename::text, ev_class FROM pg_rewrite WHERE rulename <> '_RETURN'"
     ") AS found WHERE rel IN (to_regclass(%s), to_regclass(%s)) ORDER BY kind DESC, name"
 )
+# A thread's first write (a creating save, or the first turn's claim): its row's insert, made only while
+# the store's tables carry no trigger or rule but trusted ones (``_NO_CODE``).
 _INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
-           " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING")
-# A thread's first claim: the same insert, made only while the thread table carries no trigger or rule
-# but trusted ones (``_NO_CODE``).
-_INSERT_CLAIMED = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
-                   " SELECT %(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s"
-                   " WHERE {no_code} ON CONFLICT (thread_id) DO NOTHING")
-# What every claim also asks, in its own statement (no round trip of its own): that the store's tables
+           " SELECT %(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s"
+           " WHERE {no_code} ON CONFLICT (thread_id) DO NOTHING")
+# What every write also asks, in its own statement (no round trip of its own): that the store's tables
 # carry no trigger or rule but PostgreSQL's own and those trusted, now. One added after the store opened
-# them makes the claim touch no row, and the store then says why (``PostgresStore._refuse_code_since``).
-# The change table too, which the claim does not write: the run the claim lets send is saved there.
-_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
-            " AND NOT tgisinternal AND tgname <> ALL(%(trusted)s::text[])"
-            " UNION ALL SELECT 1 FROM pg_rewrite WHERE ev_class IN (to_regclass(%(table)s), to_regclass(%(changes)s))"
-            " AND rulename <> ALL(%(trusted)s::text[]))")
-_HEAD = "SELECT version, claim, format, record_id FROM {table} WHERE thread_id = %s"
+# them makes the write touch no row (a rule's actions are given the statement's condition too), and the
+# store then says why (``PostgresStore._refuse_code_since``). Both tables, whichever the write touches: a
+# claim lets a run send whose changes are saved in the change table.
+_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger"
+            " WHERE tgrelid IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
+            " AND NOT tgisinternal AND tgname <> ALL(%(code_trusted)s::text[])"
+            " UNION ALL SELECT 1 FROM pg_rewrite"
+            " WHERE ev_class IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
+            " AND rulename <> ALL(%(code_trusted)s::text[]))")
+# What a refused write reads, in one statement: whether the tables are still free of code added since the
+# open (``_NO_CODE``, the question the write asked) and the head (its columns NULL when there is none).
+_HEAD = ("SELECT {no_code}, h.version, h.claim, h.format, h.record_id FROM (SELECT) AS one"
+         " LEFT JOIN {table} AS h ON h.thread_id = %(thread_id)s")
 # The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
 # Only the changes above data_version (those below were folded, or dropped by a save) and up to the
 # version (a row left past it by anything else is not part of this thread), and none for a record
@@ -219,7 +225,7 @@ _LOAD = ("SELECT version, data, claim, format, changes, record_id, ARRAY(SELECT 
 # delete waits out an append in flight (the head row's lock) and the second statement, with a
 # snapshot of its own, then sees that append's change row too; a single statement's one snapshot
 # would leave it behind, to be read into a thread created again under the id.
-_DELETE_HEAD = "DELETE FROM {table} WHERE thread_id = %(thread_id)s"
+_DELETE_HEAD = "DELETE FROM {table} WHERE thread_id = %(thread_id)s AND {no_code}"
 _DELETE_CHANGES = "DELETE FROM {changes} WHERE thread_id = %(thread_id)s"
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
 # (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
@@ -231,7 +237,7 @@ _UPDATES: dict[Operation, str] = {
     "save": ("WITH head AS (UPDATE {table} SET version = version + 1, data = %(data)s, claim = NULL,"
              " format = %(ours)s, data_version = version + 1, changes = 0, change_bytes = 0"
              " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
-             " RETURNING version),"
+             " AND {no_code} RETURNING version),"
              " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
              " SELECT version FROM head"),
     # One change: the head moves (the data stays where it is) and the change row is added. A record
@@ -242,7 +248,7 @@ _UPDATES: dict[Operation, str] = {
                " changes = CASE WHEN format < 2 THEN 0 ELSE changes END + 1,"
                " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + octet_length(%(data)s)"
                " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
-               " RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
+               " AND {no_code} RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
                " added AS (INSERT INTO {changes} (thread_id, seq, body) SELECT %(thread_id)s, version, %(data)s"
                " FROM head ON CONFLICT (thread_id, seq) DO UPDATE SET body = EXCLUDED.body)"
                " SELECT version, changes, change_bytes, data_bytes FROM head"),
@@ -251,14 +257,15 @@ _UPDATES: dict[Operation, str] = {
               " AND (claim IS NULL OR claim = ''){record} AND {no_code}"),
     "release": ("UPDATE {table} SET version = version + 1, claim = NULL"
                 " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-                " AND claim = %(owner)s{record}"),
+                " AND claim = %(owner)s{record} AND {no_code}"),
 }
 # A compaction: the folded data replaces data and changes at once, if nobody wrote since the load it
 # was built from (same version, same change count, same record: a thread deleted and created again
 # up to that version and count is another record); the version and the claim stay as they are.
 _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = version, changes = 0, change_bytes = 0"
             " WHERE thread_id = %(thread_id)s AND version = %(version)s AND changes = %(changes)s"
-            " AND format = %(ours)s AND record_id IS NOT DISTINCT FROM %(record_id)s::text RETURNING version),"
+            " AND format = %(ours)s AND record_id IS NOT DISTINCT FROM %(record_id)s::text AND {no_code}"
+            " RETURNING version),"
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
             " SELECT version FROM head")
 _RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
@@ -340,7 +347,7 @@ class PostgresStore(_Base):
                                ("delete_changes", _DELETE_CHANGES), ("ids_first", _IDS_FIRST),
                                ("ids_after", _IDS_AFTER), ("create_ids", _CREATE_IDS),
                                ("create", _CREATE), ("create_changes", _CREATE_CHANGES), ("compact", _COMPACT),
-                               ("lock", _LOCK), ("insert_claimed", _INSERT_CLAIMED),
+                               ("lock", _LOCK),
                                *((f"migrate{i}", text) for i, text in enumerate(_MIGRATE))]
         }
         for operation, text in _UPDATES.items():
@@ -350,7 +357,8 @@ class PostgresStore(_Base):
         self._changes = changes
         # What every claim's check of the tables' code (_NO_CODE) is given: their names, as the open's
         # catalog query spells them (set there), and the trusted names.
-        self._code_params: dict[str, Any] = {"table": None, "changes": None, "trusted": sorted(self._trusted)}
+        self._code_params: dict[str, Any] = {"code_table": None, "code_changes": None,
+                                             "code_trusted": sorted(self._trusted)}
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
         # per call, and connections tied to threads would pile up as threads come and go. A pooled
@@ -389,8 +397,9 @@ class PostgresStore(_Base):
         Raises:
             ConcurrentResume: the stored version is not ``expected_version`` (or the thread exists, for a create),
                 or the record's id is not ``record_id``.
-            StoreError: the data is not JSON-ready, PostgreSQL failed, the store is closed, or the
-                record is of a newer format.
+            StoreError: the data is not JSON-ready, PostgreSQL failed, the store is closed, the
+                record is of a newer format, or the tables carry a trigger or a rule not trusted, added
+                since the store opened them (``code`` ``STORE-SCHEMA``; nothing was written).
         """
         check_thread_id(thread_id)
         text = as_text(encode_data(thread_id, data))
@@ -409,8 +418,9 @@ class PostgresStore(_Base):
         Raises:
             ConcurrentResume: the stored version is not ``expected_version``, the thread is gone, or the
                 record's id is not ``record_id``.
-            StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, or the
-                record is of a newer format.
+            StoreError: the changes are not JSON-ready, PostgreSQL failed, the store is closed, the
+                record is of a newer format, or the tables carry a trigger or a rule not trusted, added
+                since the store opened them (``code`` ``STORE-SCHEMA``; nothing was written).
         """
         check_thread_id(thread_id)
         text = as_text(encode_data(thread_id, changes))
@@ -449,7 +459,9 @@ class PostgresStore(_Base):
         Raises:
             ConcurrentResume: the version moved on, ``owner`` does not hold the claim, or the record's id
                 is not ``record_id``.
-            StoreError: PostgreSQL failed, the store is closed, or the record is of a newer format.
+            StoreError: PostgreSQL failed, the store is closed, the record is of a newer format, or the
+                tables carry a trigger or a rule not trusted, added since the store opened them (``code``
+                ``STORE-SCHEMA``; nothing was written).
         """
         check_thread_id(thread_id)
         check_owner(owner)
@@ -460,7 +472,9 @@ class PostgresStore(_Base):
         """Forget the thread (nothing happens when there is none).
 
         Raises:
-            StoreError: PostgreSQL failed, or the store is closed.
+            StoreError: PostgreSQL failed, the store is closed, or the tables carry a trigger or a rule
+                not trusted, added since the store opened them (``code`` ``STORE-SCHEMA``; nothing was
+                deleted).
         """
         check_thread_id(thread_id, stored=True)
         try:
@@ -472,9 +486,11 @@ class PostgresStore(_Base):
                 self._delete(conn, thread_id)
 
     def _delete(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
-        params = {"thread_id": thread_id}
+        params = {"thread_id": thread_id, **self._code_params}
         with conn.transaction():
-            conn.execute(self._sql["delete_head"], params)
+            if conn.execute(self._sql["delete_head"], params).rowcount == 0:
+                # (no thread, or refused by a trigger or a rule added since the store opened the tables)
+                self._refuse_code_since(conn, thread_id, "delete")
             conn.execute(self._sql["delete_changes"], params)
 
     def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
@@ -536,33 +552,37 @@ class PostgresStore(_Base):
                     assert text is not None  # (a create always carries its data)
                     new = _check_write(thread_id, None, operation, expected_version=None, owner=owner,
                                        record_id=record_id)
-                    if operation == "claim":
-                        inserted = conn.execute(self._sql["insert_claimed"], {
-                            "thread_id": thread_id, "version": new.version, "data": text, "owner": new.claim,
-                            "format": new.format, "record_id": new.record_id, **self._code_params,
-                        }).rowcount
-                    else:
-                        inserted = conn.execute(self._sql["insert"], (
-                            thread_id, new.version, text, new.claim, new.format, new.version, new.record_id,
-                        )).rowcount
+                    inserted = conn.execute(self._sql["insert"], {
+                        "thread_id": thread_id, "version": new.version, "data": text, "owner": new.claim,
+                        "format": new.format, "record_id": new.record_id, **self._code_params,
+                    }).rowcount
                     if inserted == 1:
                         return new.version, None
                 else:
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
                               "ours": STORE_FORMAT_VERSION, "record_id": record_id, **self._code_params}
-                    cursor = conn.execute(self._sql[operation], params)
+                    try:
+                        cursor = conn.execute(self._sql[operation], params)
+                    except self._psycopg.errors.FeatureNotSupported:
+                        # A rule PostgreSQL will not apply inside a save's or an append's WITH (DO INSTEAD
+                        # NOTHING, say) fails the statement before it runs: said as what it is, if so.
+                        self._refuse_code_since(conn, thread_id, operation)
+                        raise
                     if cursor.rowcount == 1:
                         if operation == "append":
                             _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
                             return expected_version + 1, (data_bytes, change_bytes, changes)
                         return expected_version + 1, None
-                if operation == "claim":
-                    # (refused: by a trigger or a rule added since the store opened the table, maybe)
-                    self._refuse_code_since(conn, thread_id)
-                # Refused: the rules, applied to the row as it is now, name the error (or recognise
-                # the owner's own claim, stored by an earlier attempt whose reply was lost).
-                row = conn.execute(self._sql["head"], (thread_id,)).fetchone()
-                head = None if row is None else checked_head(thread_id, *row)
+                # Refused: by a trigger or a rule added since the store opened the tables (named, then, in
+                # a catalog read of its own), or by the rules, which, applied to the row as it is now,
+                # name the error (or recognise the owner's own claim, stored by an earlier attempt whose
+                # reply was lost).
+                found = conn.execute(self._sql["head"], {"thread_id": thread_id, **self._code_params}).fetchone()
+                assert found is not None  # (one row, whatever the table holds)
+                clean, version, *row = found
+                if not clean:
+                    self._refuse_code_since(conn, thread_id, operation)
+                head = None if version is None else checked_head(thread_id, version, *row)
                 new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                                    record_id=record_id)
                 if head is not None and new == head:
@@ -620,11 +640,12 @@ class PostgresStore(_Base):
                 conn.execute(self._sql["lock"], (thread_id,))
                 if conn.execute(self._sql["load"], (thread_id,)).fetchone() != row:
                     return False
-            return conn.execute(self._sql["compact"], params).rowcount == 1
+            # (a compaction refused by a trigger or a rule added since writes nothing: the next append says why)
+            return conn.execute(self._sql["compact"], {**params, **self._code_params}).rowcount == 1
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
         name = self._identifier.as_string(conn)
-        self._code_params.update(table=name, changes=self._changes.as_string(conn))
+        self._code_params.update(code_table=name, code_changes=self._changes.as_string(conn))
         sql = self._psycopg.sql
         with conn.transaction():
             # Two processes creating (or migrating) the same table at once would collide on the
@@ -653,18 +674,19 @@ class PostgresStore(_Base):
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
 
-    def _refuse_code_since(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
-        """After a claim touched no row: ``StoreError`` (``STORE-SCHEMA``, naming the thread) when a trigger
-        or a rule not trusted is on the store's tables now, added after the store opened them (the claim's
-        own statement refused it, ``_NO_CODE``); nothing when none is (a lost race, read next). A round trip
-        of its own only here, after a refusal."""
+    def _refuse_code_since(self, conn: psycopg.Connection[Any], thread_id: str, operation: str) -> None:
+        """After a write touched no row: ``StoreError`` (``STORE-SCHEMA``, naming the thread) when a trigger
+        or a rule not trusted is on the store's tables now, added after the store opened them (the write's
+        own statement refused it, ``_NO_CODE``); nothing when none is (a lost race, or no such thread). A
+        round trip of its own only here, after a refusal."""
         untrusted, _ = self._foreign_code(conn, self._identifier.as_string(conn))
         if untrusted:
+            sent = ", and nothing was sent" if operation == "claim" else ""
             raise StoreError(
                 f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, added after the store "
                 "opened them, which agui_client does not make: a trigger or a rule runs with every write and can "
-                "clear or rewrite a claim (two replicas then send the same resume); the claim was not made, and "
-                "nothing was sent. Drop them, or name them in trusted_objects if you vouch for what they do",
+                f"clear or rewrite a claim (two replicas then send the same resume); the {operation} wrote nothing"
+                f"{sent}. Drop them, or name them in trusted_objects if you vouch for what they do",
                 thread_id=thread_id, code="STORE-SCHEMA")
 
     def _foreign_code(self, conn: psycopg.Connection[Any], name: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -684,7 +706,7 @@ class PostgresStore(_Base):
         claim (or a rule that rewrites the claim's ``UPDATE``) lets two replicas both send the same
         resume, and either can run any query, for as long as it likes, inside every claim. agui_client
         makes none. Looked at when the store opens the tables (a catalog query, under the advisory
-        lock), and by every claim's own statement on the thread table (``_NO_CODE``), so one added later
+        lock), and by every write's own statement (``_NO_CODE``), so one added later
         is refused before a run sends anything.
         """
         untrusted, absent = self._foreign_code(conn, name)

@@ -41,9 +41,11 @@ in docs/codes.md): no trigger, index, constraint, default, generated column, col
 file's own, which every write would run or obey, but for the triggers and indexes the operator vouches
 for by name (``trusted_objects``: theirs to answer for). A store judges them when it opens the file, and again
 in each write's transaction when ``PRAGMA schema_version`` (an integer read, a microsecond) says the
-file's schema changed since, or when the connection writes for the first time (a change made with the
-cookie left where it was reaches only connections opened after it), so what another process adds later
-is refused before the write. What
+file's schema changed since its connection loaded it, and each connection in the read transaction in
+which SQLite loads its schema (a change made with the cookie left where it was reaches only connections
+opened after it), so what another process adds later is refused before the write. Each connection turns
+``PRAGMA foreign_keys`` off: another table's foreign key to the store's tables cascades nothing into a
+store's write, however SQLite was built. What
 the file holds beside the tables runs in no store statement and is left alone.
 
 Older layouts are migrated when a store opens the file, in one ``BEGIN IMMEDIATE`` transaction
@@ -56,8 +58,10 @@ write lock, and the second finds layout 3. A file with a newer layout is refused
   from then on get one. A process of the previous release that still has the file open keeps
   working, but the records it creates have no id: upgrade every process sharing a file together.
 * Layout 1 (one row per thread with its ``data`` in the row): every row's data moves into part 0
-  and the head table is rebuilt, with ``record_id`` ``NULL``. A process of that release that still
-  has the file open then fails its next call with ``StoreError`` (no such column).
+  and the head table is rebuilt, with ``record_id`` ``NULL``; the trusted triggers and indexes on it
+  are made again on the rebuilt table (one that reads ``data`` refuses the migration). A process of
+  that release that still has the file open then fails its next call with ``StoreError`` (no such
+  column).
 
 Durability and atomicity:
 
@@ -167,6 +171,14 @@ _SELECT_RECORD = (
     " LEFT JOIN agui_thread_parts AS p ON p.thread_id = h.thread_id WHERE h.thread_id = ? ORDER BY p.seq"
 )
 
+# A write's statements on the head table (a create, every other write, a delete); a layout-1 migration
+# also compiles them against the triggers it makes again (``_migrate_from_layout_1``).
+_INSERT_HEAD = ("INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes, record_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)")
+_UPDATE_HEAD = ("UPDATE agui_threads SET version = ?, claim = ?, format = ?, changes = ?, change_bytes = ?,"
+                " data_bytes = ? WHERE thread_id = ? AND version = ? AND record_id IS ?")
+_DELETE_HEAD = "DELETE FROM agui_threads WHERE thread_id = ?"
+
 # The listing: the head table's primary key alone, in BINARY order (the UTF-8 bytes: code point order).
 _IDS_FIRST = "SELECT thread_id FROM agui_threads ORDER BY thread_id LIMIT ?"
 _IDS_AFTER = "SELECT thread_id FROM agui_threads WHERE thread_id > ? ORDER BY thread_id LIMIT ?"
@@ -240,12 +252,13 @@ class SqliteStore(_Base):
         # last connection checkpoints and removes the log (an extra fsync per call), and connections
         # tied to threads would pile up when threads come and go. A pooled connection is used by one
         # thread at a time, so check_same_thread can be off.
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[_Connection] = []
         self._closed = False
         # The file's schema cookie (``PRAGMA schema_version``, which SQLite moves on every change of the
-        # schema, by any process) when the store last judged the schema its own: every write reads it
-        # first, in its transaction, and judges the schema again only when it moved. None until the
-        # open has judged the file.
+        # schema, by any process) when the store last judged the schema its own; None until the open has
+        # judged the file. Each connection keeps the cookie its own schema was loaded and judged under
+        # (``_Connection``): every write compares the file's cookie with that one, in its transaction. A
+        # schema judged foreign under this cookie was changed without moving it (the refusal says so).
         self._schema_cookie: int | None = None
         try:
             with self._connection() as conn:
@@ -365,7 +378,7 @@ class SqliteStore(_Base):
         check_thread_id(thread_id, stored=True)
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM agui_thread_parts WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM agui_threads WHERE thread_id = ?", (thread_id,))
+            conn.execute(_DELETE_HEAD, (thread_id,))
 
         with self._connection(thread_id) as conn:
             self._transaction(conn, thread_id, delete)
@@ -417,8 +430,7 @@ class SqliteStore(_Base):
             if stored is None:
                 assert text is not None  # only a create (a save or a claim) finds no record and passes check_write
                 conn.execute(
-                    "INSERT INTO agui_threads (thread_id, version, claim, format, data_bytes, record_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    _INSERT_HEAD,
                     (thread_id, new.version, new.claim, new.format, size, new.record_id),
                 )
                 conn.execute("INSERT OR REPLACE INTO agui_thread_parts (thread_id, seq, body) VALUES (?, 0, ?)",
@@ -449,8 +461,7 @@ class SqliteStore(_Base):
             # version and record id conditions make the compare-and-set hold even if that ever stops
             # being true. The record id is not set: every write but a create keeps it.
             cursor = conn.execute(
-                "UPDATE agui_threads SET version = ?, claim = ?, format = ?, changes = ?, change_bytes = ?,"
-                " data_bytes = ? WHERE thread_id = ? AND version = ? AND record_id IS ?",
+                _UPDATE_HEAD,
                 (new.version, new.claim, new.format, after.changes, after.change_bytes, after.data_bytes,
                  thread_id, stored.head.version, stored.record_id),
             )
@@ -510,8 +521,8 @@ class SqliteStore(_Base):
         with self._connection(thread_id) as conn:
             return self._transaction(conn, thread_id, write)
 
-    def _transaction(self, conn: sqlite3.Connection, thread_id: str | None,
-                     body: Callable[[sqlite3.Connection], _T]) -> _T:
+    def _transaction(self, conn: _Connection, thread_id: str | None,
+                     body: Callable[[_Connection], _T]) -> _T:
         """Run ``body(conn)`` in one ``BEGIN IMMEDIATE`` transaction, once the file's schema is still the
         store's own; roll back on any exception."""
         conn.execute("BEGIN IMMEDIATE")
@@ -540,41 +551,66 @@ class SqliteStore(_Base):
             )
         return int(layout)
 
-    def _check_schema(self, conn: sqlite3.Connection, thread_id: str | None) -> None:
-        """Before a write, in its transaction: the file's schema is still the store's own.
+    def _check_schema(self, conn: _Connection, thread_id: str | None) -> None:
+        """Before a write, in its transaction: the schema the connection runs is still the store's own.
 
         Another process may add a trigger, an index or a column after the store opened the file; the
-        write would then run it. Reading the schema cookie costs a few microseconds; the schema is read
-        and judged again only when the cookie moved (and the write lock, held since ``BEGIN
-        IMMEDIATE``, keeps it from moving again before the write), and in a connection's first write.
+        write would then run it. Reading the schema cookie costs a few microseconds; when it moved since
+        the connection last judged its schema, SQLite loads the schema again in this very transaction,
+        and it is read and judged again here (the write lock, held since ``BEGIN IMMEDIATE``, keeps it
+        from moving again before the write).
 
-        That first judgement is for a change hidden from the cookie: ``PRAGMA writable_schema`` edits,
-        or ``PRAGMA schema_version`` set back after a ``CREATE TRIGGER``, leave the cookie where it was.
-        A connection that already read the schema keeps the one it read while the cookie stays (it runs
-        none of the change), but a connection opened afterwards reads the changed one: judged in its
-        first write, the schema it runs is the one judged. Reading the schema is 15 to 25 us, once per
-        connection the pool opens, where every write would have paid it.
+        A change hidden from the cookie (``PRAGMA writable_schema`` edits, or ``PRAGMA schema_version``
+        set back after a ``CREATE TRIGGER``) is never loaded by a connection that already holds the
+        schema: it runs what it loaded, and that was judged when it loaded it (``_judge_loaded``, in the
+        read transaction the connection opened with), however the file changed since, even twice over.
         """
         if self._schema_cookie is None:
             return  # (the open judges the file itself, in _create_schema)
         (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
-        if cookie == self._schema_cookie and getattr(conn, "judged", False):
+        if cookie != conn.cookie:
+            conn.cookie, conn.foreign = cookie, self._verdict(conn)
+        if conn.foreign is None:
+            self._schema_cookie = cookie  # (changed, and still ours: a VACUUM, or ANALYZE's statistics)
             return
+        # (the store's last judged cookie: a schema judged foreign under it was changed without moving it)
+        hidden = (" without moving its schema cookie (PRAGMA writable_schema, or schema_version set back)"
+                  if cookie == self._schema_cookie else "")
+        raise StoreError(
+            f"SQLite store {self._where}: the file's schema changed after the store opened it{hidden} "
+            f"({conn.foreign}); nothing was written. Remove what was added to the file, or give SqliteStore a "
+            "file of its own", thread_id=thread_id, code="STORE-SCHEMA")
+
+    def _verdict(self, conn: sqlite3.Connection) -> str | None:
+        """What the file's store tables carry that the current layout's do not, as this connection reads the
+        file now (``None``: nothing)."""
         (layout,) = conn.execute("PRAGMA user_version").fetchone()
         why = _foreign_layout(conn, layout) or _unknown_schema(conn, layout, self._trusted)
         if why is None and layout != _SCHEMA_VERSION:
             why = f"its table layout is now {quoted_name(layout)}, not {_SCHEMA_VERSION}"
-        if why is not None:
-            hidden = (" without moving its schema cookie (PRAGMA writable_schema, or schema_version set back)"
-                      if cookie == self._schema_cookie else "")
-            raise StoreError(
-                f"SQLite store {self._where}: the file's schema changed after the store opened it{hidden} ({why}); "
-                "nothing was written. Remove what was added to the file, or give SqliteStore a file of its own",
-                thread_id=thread_id, code="STORE-SCHEMA")
-        self._schema_cookie = cookie  # (changed, and still ours: a VACUUM, or ANALYZE's statistics)
-        conn.judged = True  # type: ignore[attr-defined]  # (a _Connection: see _connect)
+        return why
 
-    def _create_schema(self, conn: sqlite3.Connection) -> None:
+    def _judge_loaded(self, conn: _Connection) -> None:
+        """A new connection's schema, judged in the read transaction in which SQLite loads it.
+
+        SQLite reads a connection's schema once, at its first statement that needs it, and again only
+        when the cookie moves; judging the file at any later moment judges what the file says then, not
+        what the connection runs. Two hidden changes in a row (a trigger written in before a connection
+        first reads the schema, taken out again before its first write) left it running a trigger that
+        the judgement at its first write no longer saw. So the connection's first statements are one
+        read transaction: the cookie (which opens the transaction's snapshot and loads nothing), then the
+        judgement, whose reads load the schema from that same snapshot. The verdict is kept with the
+        connection and read by its writes (``_check_schema``); a load or a listing, which run no trigger,
+        go on. About 110 µs of CPU time once per connection the pool opens, nothing per write.
+        """
+        conn.execute("BEGIN")
+        try:
+            (conn.cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+            conn.foreign = self._verdict(conn)
+        finally:
+            conn.execute("ROLLBACK")
+
+    def _create_schema(self, conn: _Connection) -> None:
         # Inside BEGIN IMMEDIATE: of processes opening the file at once, one creates or migrates the
         # tables and the others then find the current layout.
         layout = self._layout(conn)
@@ -584,17 +620,25 @@ class SqliteStore(_Base):
                 f"({_SCHEMA_VERSION}); upgrade agui-client"
             )
         if layout != _SCHEMA_VERSION:
-            _migrate(conn, layout)
+            try:
+                _migrate(conn, layout)
+            except _NotMadeAgain as exc:
+                raise StoreError(
+                    f"SQLite store {self._where}: the {exc.kind} {quoted_name(exc.name, 40)}, named in "
+                    f"trusted_objects, cannot be made again on the head table of table layout {_SCHEMA_VERSION}, "
+                    f"which the file's layout 1 is migrated to ({quoted_name(str(exc.error), 80)}: the thread "
+                    "data moved out of that table, into agui_thread_parts); nothing was changed. Drop it, let the "
+                    "store migrate the file, and make it again for the new layout", code="STORE-SCHEMA") from exc.error
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-        # (judged above, or made by the statements just run: the store's own)
-        self._schema_cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
-        conn.judged = True  # type: ignore[attr-defined]  # (a _Connection: see _connect)
+        # (judged above, or made by the statements just run, in this transaction: the store's own)
+        self._schema_cookie = conn.cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        conn.foreign = None
         absent = _absent(conn, self._trusted)
         if absent:
             warn_trusted_absent(f"SQLite store {self._where}", absent, "trigger or index", "its tables")
 
     @contextmanager
-    def _connection(self, thread_id: str | None = None) -> Iterator[sqlite3.Connection]:
+    def _connection(self, thread_id: str | None = None) -> Iterator[_Connection]:
         """A connection for one operation; ``sqlite3.Error`` leaves as ``StoreError``."""
         with self._lock:
             if self._closed:
@@ -612,21 +656,29 @@ class SqliteStore(_Base):
             if conn is not None:
                 self._give_back(conn)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> _Connection:
         # isolation_level=None: no implicit transactions; every write spells out BEGIN IMMEDIATE.
         conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False,
                                factory=_Connection)
         try:
+            self._judge_loaded(conn)  # (first: the PRAGMAs below would load the schema on their own)
             conn.execute("PRAGMA synchronous = FULL")
+            # Off whatever SQLite was built with (SQLITE_DEFAULT_FOREIGN_KEYS=1 turns it on): the store's
+            # tables declare no foreign key, but another table's foreign key to them would run its ON
+            # DELETE CASCADE (and that table's triggers, never judged) inside the store's delete and the
+            # layout-1 migration's DROP TABLE, or refuse them (RESTRICT).
+            conn.execute("PRAGMA foreign_keys = OFF")
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _give_back(self, conn: sqlite3.Connection) -> None:
+    def _give_back(self, conn: _Connection) -> None:
         # A lost race (ConcurrentResume) leaves a healthy connection; one stuck in a transaction does not.
         try:
-            reuse = not conn.in_transaction
+            # (nor one whose schema was judged foreign: a write of it is refused, and a new connection reads
+            # the file's schema as it is now, which may be the store's own again)
+            reuse = not conn.in_transaction and conn.foreign is None
         except sqlite3.Error:
             reuse = False
         with self._lock:
@@ -638,10 +690,11 @@ class SqliteStore(_Base):
 
 
 class _Connection(sqlite3.Connection):
-    """A pooled connection that knows whether a write of it judged the file's schema (``judged``): see
-    ``SqliteStore._check_schema``."""
+    """A pooled connection that knows the schema it runs: the cookie under which it was loaded and what
+    was found foreign in it (``None``: nothing); see ``SqliteStore._check_schema``."""
 
-    judged = False
+    cookie: int | None = None
+    foreign: str | None = None
 
 
 def _migrate(conn: sqlite3.Connection, layout: int) -> None:
@@ -659,7 +712,17 @@ def _migrate(conn: sqlite3.Connection, layout: int) -> None:
 def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
     """Layout 1 (``agui_threads`` rows holding their ``data``) to the current layout, in the caller's
     transaction: each row's data becomes its part 0, and the head table is rebuilt without the data
-    column (the records keep no record id: ``NULL``)."""
+    column (the records keep no record id: ``NULL``).
+
+    The triggers and indexes on the head table go with the table the rebuild drops, and are made again
+    on the new one, from the statements the file keeps for them, once its rows are in (an audit trigger
+    records none of the migration's copies). They are the operator's, trusted by name: the open judged
+    the file before migrating it and refused any other. One that cannot be made again (it names the
+    ``data`` column, which moved to the parts) is ``_NotMadeAgain``, and the caller's transaction rolls
+    the whole migration back.
+    """
+    own = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = 'agui_threads' COLLATE NOCASE"
+                       " AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name").fetchall()
     conn.execute(_PARTS)
     conn.execute("INSERT INTO agui_thread_parts (thread_id, seq, body) SELECT thread_id, 0, data FROM agui_threads")
     conn.execute(_HEADS.replace("agui_threads", "agui_threads_migrated"))
@@ -669,6 +732,23 @@ def _migrate_from_layout_1(conn: sqlite3.Connection) -> None:
     )
     conn.execute("DROP TABLE agui_threads")
     conn.execute("ALTER TABLE agui_threads_migrated RENAME TO agui_threads")
+    for kind, name, statement in own:
+        try:
+            conn.execute(statement)
+            if kind == "trigger":
+                # (SQLite resolves a trigger's columns only when it compiles a statement that fires it)
+                for write in (_INSERT_HEAD, _UPDATE_HEAD, _DELETE_HEAD):
+                    conn.execute(f"EXPLAIN {write}", (None,) * write.count("?"))
+        except sqlite3.Error as exc:
+            raise _NotMadeAgain(kind, name, exc) from exc
+
+
+class _NotMadeAgain(Exception):
+    """A trusted trigger or index a layout-1 migration could not make again on the rebuilt head table."""
+
+    def __init__(self, kind: str, name: str, error: sqlite3.Error) -> None:
+        super().__init__(kind, name, error)
+        self.kind, self.name, self.error = kind, name, error
 
 
 def _stored_head(thread_id: str, row: tuple[Any, ...]) -> _StoredHead:

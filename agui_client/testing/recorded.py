@@ -40,7 +40,7 @@ from typing import Any
 
 from attrs import frozen
 
-from .._inert import quoted_name, visible
+from .._inert import quoted, quoted_name, visible
 from ..errors import ProtocolError
 from ..wire.codec import decode, encode
 from ..wire.jsonio import parse_json
@@ -170,7 +170,7 @@ class RecordedAgent:
         with self._lock:
             position = self._next
             if position >= len(self._exchanges):
-                problem = (f"request {position + 1} (run {run_input.run_id!r}): the recording holds "
+                problem = (f"request {position + 1} (run {quoted_name(run_input.run_id)}): the recording holds "
                            f"{len(self._exchanges)} exchange(s) only")
             else:
                 problem = _difference(self._exchanges[position], run_input)
@@ -240,7 +240,7 @@ def _difference(recorded: _Exchange, got: RunAgentInput) -> str | None:
     want = recorded.run_input
     where = f"request {recorded.number} (recorded as {recorded.name}.request.json)"
     if got.thread_id != want.thread_id:
-        return f"{where}: thread id {got.thread_id!r}, recorded {want.thread_id!r}"
+        return f"{where}: thread id {quoted_name(got.thread_id)}, recorded {quoted_name(want.thread_id)}"
     if len(got.messages) != len(want.messages):
         return f"{where}: {len(got.messages)} message(s), recorded {len(want.messages)}"
     sent, kept = _resume(got), _resume(want)
@@ -248,8 +248,10 @@ def _difference(recorded: _Exchange, got: RunAgentInput) -> str | None:
         # (the entries as JSON, made inert as the CLI shows text: a recording may come from anyone, and
         # this line goes to the log and to the client's error, where a C1 CSI or a bidi override in an
         # answer's payload would act on the terminal that shows it)
-        return (f"{where}: resume entries {visible(json.dumps(sent, ensure_ascii=False))}, "
-                f"recorded {visible(json.dumps(kept, ensure_ascii=False))}")
+        # (and cut as every error and log line cuts the agent's or a caller's words: an answer may be a
+        # megabyte, which the line, the client's error and the answer's detail would each hold whole)
+        return (f"{where}: resume entries {quoted(visible(json.dumps(sent, ensure_ascii=False)))}, "
+                f"recorded {quoted(visible(json.dumps(kept, ensure_ascii=False)))}")
     return None
 
 

@@ -246,3 +246,56 @@ def test_a_trusted_trigger_added_after_open_lets_the_claims_go_on(
 
     assert len(endpoint.received) == 2
     assert [claimed for _op, _version, claimed in _audited(postgres_dsn, table, "r")] == [True, False]
+
+
+def _rows(postgres_dsn: str, table: str) -> Any:
+    """Every head and change row of the store's tables, and what the audit trigger recorded (if made)."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        audited = conn.execute("SELECT to_regclass(%s)", (f'"{table}_audit"',)).fetchone()
+        return (conn.execute(f'SELECT * FROM "{table}" ORDER BY thread_id').fetchall(),
+                conn.execute(f'SELECT * FROM "{table}_changes" ORDER BY thread_id, seq').fetchall(),
+                audited is not None and audited[0] is not None
+                and conn.execute(f'SELECT * FROM "{table}_audit"').fetchall())
+
+
+@pytest.mark.parametrize(("made", "said", "dropped"), [
+    (_audit, f"the triggers '{AUDIT}'", f'DROP TRIGGER {AUDIT} ON "{{table}}"'),
+    (_lose_changes, "the rules 'lose_changes'", 'DROP RULE lose_changes ON "{table}_changes"'),
+], ids=["trigger", "rule"])
+def test_every_write_refuses_a_trigger_or_rule_added_after_open_and_writes_nothing(
+        postgres_dsn: str, table: str, made: Any, said: str, dropped: str) -> None:
+    # Before: only a claim asked whether the tables carried code added after the store opened them, so
+    # until the next claim a save, an append (the rule dropped its change while the head moved on), a
+    # release, a thread's creation and a delete ran it. Each write's own statement now asks too.
+    with PostgresStore(postgres_dsn, table=table) as store:
+        store.append("t", {"messagesFrom": 0}, expected_version=1)
+        assert store.claim("t", expected_version=2, owner="me") == 3
+        _run(postgres_dsn, *made(table))
+        before = _rows(postgres_dsn, table)
+        writes = {
+            "save": lambda: store.save("t", {"n": 2}, expected_version=3),
+            "append": lambda: store.append("t", {"messagesFrom": 1}, expected_version=3),
+            "release": lambda: store.release("t", claimed_version=3, owner="me"),
+            "delete": lambda: store.delete("t"),
+        }
+        refusals = []
+        for operation, write in writes.items():
+            with pytest.raises(StoreError) as caught:
+                write()
+            refusals.append((operation, "t", caught.value))
+        with pytest.raises(StoreError) as created:
+            store.save("new", {"n": 1}, expected_version=None)
+        refusals.append(("save", "new", created.value))
+        after = _rows(postgres_dsn, table)
+        _run(postgres_dsn, dropped.format(table=table))
+        released = store.release("t", claimed_version=3, owner="me")
+
+    for operation, thread_id, refused in refusals:
+        text = str(refused)
+        assert (refused.code, refused.thread_id) == ("STORE-SCHEMA", thread_id), text
+        assert f"{said}, added after the store opened them" in text and f"the {operation} wrote nothing" in text, text
+        assert "INSTEAD" not in text and "INSERT INTO" not in text
+    assert after == before and before[2] in (False, [])  # (nothing written, and the trigger never ran)
+    assert released == 4

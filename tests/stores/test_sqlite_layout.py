@@ -161,6 +161,80 @@ def test_a_layout_1_file_is_migrated_on_open_and_then_loads_appends_and_compacts
     assert query(path, "PRAGMA user_version") == [(3,)]
 
 
+#: An operator's own objects on a layout-1 head table: an audit trigger copying each head row into a table
+#: of theirs (beside the store's tables) and an index for their reports.
+AUDIT = ["CREATE TABLE audit (thread_id TEXT, version INTEGER, claimed INTEGER)",
+         "CREATE TRIGGER audit_claims AFTER UPDATE ON agui_threads BEGIN INSERT INTO audit"
+         " VALUES (NEW.thread_id, NEW.version, NEW.claim IS NOT NULL); END",
+         "CREATE INDEX by_claim ON agui_threads (claim)"]
+
+
+def _own_objects(path: Path) -> list[tuple[Any, ...]]:
+    return query(path, "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name IN ('audit_claims', 'by_claim')"
+                       " ORDER BY name")
+
+
+def test_a_layout_1_migration_makes_trusted_triggers_and_indexes_again_on_the_rebuilt_table(path: Path) -> None:
+    # Before: the migration rebuilt the head table and dropped the operator's trusted trigger and index
+    # with the old one (documented: "make them again after upgrading"), the audit trail silently ended.
+    make_layout_1(path, [("a", 1, small(1), None)])
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for statement in AUDIT:
+            conn.execute(statement)
+    before = _own_objects(path)
+
+    with SqliteStore(path, trusted_objects=("audit_claims", "by_claim")) as store:
+        migrated = query(path, "SELECT count(*) FROM audit")
+        assert store.claim("a", expected_version=1, owner="me") == 2
+        assert store.release("a", claimed_version=2, owner="me") == 3
+    with SqliteStore(path, trusted_objects=("audit_claims", "by_claim")) as store:  # (opens again: judged ours)
+        loaded = store.load("a")
+
+    assert query(path, "PRAGMA user_version") == [(3,)] and _own_objects(path) == before
+    assert migrated == [(0,)]  # (made again after the rows were copied: the migration is no write of a thread)
+    assert query(path, "SELECT version, claimed FROM audit ORDER BY version") == [(2, 1), (3, 0)]
+    assert "INDEX by_claim" in query(path, "EXPLAIN QUERY PLAN SELECT * FROM agui_threads WHERE claim = 'me'")[0][3]
+    assert loaded is not None and loaded.data == small(1)
+
+
+@pytest.mark.parametrize("made", [
+    "CREATE TRIGGER audit_claims AFTER UPDATE ON agui_threads BEGIN INSERT INTO audit"
+    " VALUES (NEW.thread_id, length(NEW.data), 0); END",
+    "CREATE INDEX by_claim ON agui_threads (data)",
+], ids=["trigger", "index"])
+def test_a_trusted_object_that_names_the_data_column_refuses_the_layout_1_migration(path: Path, made: str) -> None:
+    # The data column moves out of the head table: a trusted trigger or index that reads it cannot be made
+    # again (a trigger's columns are resolved only when a write fires it: every write would then fail).
+    make_layout_1(path, [("a", 1, small(1), None)])
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute(AUDIT[0])
+        conn.execute(made)
+    schema = query(path, "SELECT type, name, sql FROM sqlite_master ORDER BY name")
+
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path, trusted_objects=("audit_claims", "by_claim"))
+
+    said = str(caught.value)
+    assert caught.value.code == "STORE-SCHEMA", said
+    assert "named in trusted_objects, cannot be made again" in said and "data" in said, said
+    assert ("'audit_claims'" if "TRIGGER" in made else "'by_claim'") in said
+    assert query(path, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema  # (nothing changed)
+    assert query(path, "PRAGMA user_version") == [(1,)]
+
+
+def test_an_untrusted_object_on_a_layout_1_head_table_is_refused_before_the_migration(path: Path) -> None:
+    make_layout_1(path, [("a", 1, small(1), None)])
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for statement in AUDIT:
+            conn.execute(statement)
+
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path, trusted_objects=("by_claim",))
+
+    assert caught.value.code == "STORE-SCHEMA" and "triggers 'audit_claims'" in str(caught.value)
+    assert query(path, "PRAGMA user_version") == [(1,)]
+
+
 def test_stores_opening_a_layout_1_file_at_once_migrate_it_once(path: Path) -> None:
     make_layout_1(path, [(f"t{i}", i + 1, small(i), None) for i in range(20)])
     workers = 6

@@ -249,6 +249,43 @@ def test_a_trigger_hidden_from_the_schema_cookie_is_refused_in_a_new_connections
     assert query(path, "SELECT count(*) FROM seen") == [(0,)]
 
 
+def _hide(path: Path, statement: str) -> None:
+    """``statement`` run on ``sqlite_master`` under ``writable_schema``: the schema cookie stays where it was."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        (cookie,) = other.execute("PRAGMA schema_version").fetchone()
+        other.execute("PRAGMA writable_schema = ON")
+        other.execute(statement)
+        other.execute("PRAGMA writable_schema = OFF")
+        assert other.execute("PRAGMA schema_version").fetchone() == (cookie,)
+
+
+def test_two_hidden_changes_around_a_connections_first_read_and_write_run_nothing(tmp_path: Path) -> None:
+    # A trigger written in with the cookie left where it was, then a new connection's first read (SQLite
+    # loads the connection's schema, trigger included), then the trigger's row taken out again, cookie
+    # still unmoved, before that connection's first write. The judgement at its first write read the
+    # file, found nothing, and the write ran the trigger the connection had loaded. The connection's
+    # schema is now judged in the read transaction that loads it: found foreign, the connection is not
+    # kept after the read, and the write goes to a new one, which loads the file's schema as it is now.
+    path = tmp_path / "threads.db"
+    trigger = "CREATE TRIGGER spy AFTER UPDATE ON agui_threads BEGIN INSERT INTO seen VALUES (NEW.claim); END"
+    with SqliteStore(path) as store:
+        store.save("t", small(1), expected_version=None)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("CREATE TABLE seen (claim TEXT)")  # (beside the store's tables: left alone)
+        assert store.claim("t", expected_version=1, owner="a") == 2  # (the pooled connection judges the new cookie)
+        _hide(path, "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)"
+                    f" VALUES ('trigger', 'spy', 'agui_threads', 0, '{trigger}')")
+        with store._connection():  # (holds the pooled one: the load and the release need another)
+            loaded = store.load("t")  # (a read: a trigger runs in none)
+            _hide(path, "DELETE FROM sqlite_master WHERE name = 'spy'")
+            released = store.release("t", claimed_version=2, owner="a")
+        stored = store.load("t")
+
+    assert loaded is not None and loaded.claim == "a"
+    assert released == 3 and stored is not None and (stored.version, stored.claim) == (3, None)
+    assert query(path, "SELECT count(*) FROM seen") == [(0,)]
+
+
 def _as_the_previous_release_migrated_layout_1(path: Path) -> None:
     """A layout-1 file as the layout-2 release left it: its head table rebuilt and renamed (SQLite then
     quotes the name in the statement it keeps), no record_id column yet."""
@@ -395,3 +432,43 @@ def test_trusted_objects_that_would_trust_too_much_or_nothing_are_refused(tmp_pa
 
     assert said in str(caught.value), str(caught.value)
     assert not path.exists()  # (refused before the file is made)
+
+
+@pytest.mark.parametrize("write", ["delete", "layout-1 migration"])
+def test_another_tables_foreign_key_cascades_nothing_in_a_store_write_where_sqlite_turns_them_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str) -> None:
+    # A SQLite built with SQLITE_DEFAULT_FOREIGN_KEYS=1 opens every connection with foreign keys on
+    # (emulated: each connection sqlite3.connect makes turns them on). A table beside the store's, never
+    # judged, whose foreign key references the head table then had its ON DELETE CASCADE (and its own
+    # triggers) run by the store's delete, and by the DROP TABLE of a layout-1 file's migration. The
+    # store's connections now turn foreign keys off themselves.
+    connect = sqlite3.connect
+
+    def foreign_keys_on(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    path = tmp_path / "threads.db"
+    notes = ["CREATE TABLE notes (thread_id TEXT REFERENCES agui_threads (thread_id) ON DELETE CASCADE, note TEXT)",
+             "CREATE TABLE seen (note TEXT)",
+             "CREATE TRIGGER noted AFTER DELETE ON notes BEGIN INSERT INTO seen VALUES (OLD.note); END",
+             "INSERT INTO notes VALUES ('t', 'kept')"]
+    if write == "layout-1 migration":
+        make_layout_1(path, [("t", 1, small(1), None)])
+    else:
+        with SqliteStore(path) as store:
+            store.save("t", small(1), expected_version=None)
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        for statement in notes:
+            other.execute(statement)
+    monkeypatch.setattr(sqlite3, "connect", foreign_keys_on)
+
+    with SqliteStore(path) as store:
+        if write == "delete":
+            store.delete("t")
+        stored = store.load("t")
+
+    assert (stored is None) if write == "delete" else (stored is not None and stored.data == small(1))
+    assert query(path, "SELECT note FROM notes") == [("kept",)]
+    assert query(path, "SELECT count(*) FROM seen") == [(0,)]

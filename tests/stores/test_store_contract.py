@@ -1217,20 +1217,23 @@ def _a_backend_waits_on_a_lock(dsn: str) -> bool:
 
 def test_postgres_store_append_succeeds_when_its_compaction_fails(postgres_dsn: str, pg_table: str,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
-    with PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0)) as store:
-        store.save("t", small(1), expected_version=None)
-        # The server refuses the fold's deletion of change rows (a trigger here; a role that lost its
-        # DELETE grant alike): the folding statement fails as a whole, the head's update with it.
-        _pg(postgres_dsn, f"CREATE FUNCTION {pg_table}_refuse() RETURNS trigger LANGUAGE plpgsql AS"
-                          " $$ BEGIN RAISE EXCEPTION 'no deleting here'; END $$")
-        try:
-            _pg(postgres_dsn, f"CREATE TRIGGER refuse BEFORE DELETE ON {pg_table}_changes"
-                              f" FOR EACH ROW EXECUTE FUNCTION {pg_table}_refuse()")
+    PostgresStore(postgres_dsn, table=pg_table).close()  # (the tables, for the trigger)
+    # The server refuses the fold's deletion of change rows (a trigger here, trusted: an untrusted one
+    # refuses the append itself; a role that lost its DELETE grant alike): the folding statement fails as
+    # a whole, the head's update with it.
+    _pg(postgres_dsn, f"CREATE FUNCTION {pg_table}_refuse() RETURNS trigger LANGUAGE plpgsql AS"
+                      " $$ BEGIN RAISE EXCEPTION 'no deleting here'; END $$")
+    try:
+        _pg(postgres_dsn, f"CREATE TRIGGER refuse BEFORE DELETE ON {pg_table}_changes"
+                          f" FOR EACH ROW EXECUTE FUNCTION {pg_table}_refuse()")
+        with PostgresStore(postgres_dsn, table=pg_table, compaction=Compaction(min_bytes=0, ratio=0.0),
+                           trusted_objects=("refuse",)) as store:
+            store.save("t", small(1), expected_version=None)
             with caplog.at_level("DEBUG", logger="agui_client.stores"):
                 version = store.append("t", {"set": {"state": {"n": 1}}}, expected_version=1)
             stored = store.load("t")
-        finally:  # (the table's drop leaves a function behind in the session's database; a failure too)
-            _pg(postgres_dsn, f"DROP FUNCTION {pg_table}_refuse() CASCADE")
+    finally:  # (the table's drop leaves a function behind in the session's database; a failure too)
+        _pg(postgres_dsn, f"DROP FUNCTION {pg_table}_refuse() CASCADE")
 
     assert version == 2
     assert stored is not None and (stored.version, stored.changes) == (2, 1)
@@ -1564,7 +1567,7 @@ def test_postgres_store_delete_takes_the_change_of_an_append_it_waited_for(postg
         with psycopg.connect(postgres_dsn) as appending:  # (a transaction left open: the append in flight)
             appending.execute(store._sql["append"], {
                 "thread_id": "t", "expected": 2, "owner": None, "data": '{"set": {"owner": "OLD"}}',
-                "ours": STORE_FORMAT_VERSION, "record_id": None})
+                "ours": STORE_FORMAT_VERSION, "record_id": None, **store._code_params})
             deleting = threading.Thread(target=store.delete, args=("t",))
             deleting.start()
             assert _a_backend_waits_on_a_lock(postgres_dsn)

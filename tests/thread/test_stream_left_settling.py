@@ -190,17 +190,19 @@ class ReleaseEchoes(MemoryStore):
         return super().release(thread_id, claimed_version=claimed_version, owner=owner)
 
 
+@pytest.mark.parametrize("streamed", ["stream", "stream_until_done"])
 def test_the_line_a_failed_handed_settling_logs_goes_through_the_runs_redactor(
-        drive: Any, served: Any, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+        drive: Any, served: Any, gate: Gate, caplog: pytest.LogCaptureFixture, streamed: str) -> None:
     """The store's text in the line the reader logs is redacted as the thread's own store lines are: the
-    token of the run's headers (given to this run only, so the client's own redactor does not know it)."""
+    token of the run's headers (given to this run only, so the client's own redactor does not know it).
+    A streaming tool loop's line too (before, it went through the client's redactor alone)."""
     endpoint = served(ScriptedAgent([[Start(), *text_message("m-1", "before"), Wait(gate), Disconnect()],
                                      [Start(), *text_message("m-2", "again"), Finish()]]))
     store = ReleaseEchoes()
     with drive.client(endpoint.url, timeout=BOUND, store=store) as client:
         thread = client.thread("echoed")
         with pytest.raises(ag.StreamMisused) as left:
-            with thread.stream("hi", headers={"Authorization": "Bearer sekrit-run-token"}) as stream:
+            with getattr(thread, streamed)("hi", headers={"Authorization": "Bearer sekrit-run-token"}) as stream:
                 read_first_message_sync(stream)
                 readers = Readers(stream)
         assert left.value.code == "STREAM-SHARED"
@@ -211,8 +213,8 @@ def test_the_line_a_failed_handed_settling_logs_goes_through_the_runs_redactor(
         _, cut = readers.failed
         assert endpoint.received[0].headers["authorization"] == "Bearer sekrit-run-token"  # (it was sent)
         assert [r.getMessage() for r in caplog.records] == [
-            f"run {stream.run_input.run_id!r}: settling it after its stream's block was left failed while the "
-            f"reader inside a step ended with {type(cut).__name__}: the store is down (connected with "
+            f"run {endpoint.received[0].body['runId']!r}: settling it after its stream's block was left failed "
+            f"while the reader inside a step ended with {type(cut).__name__}: the store is down (connected with "
             "[redacted])"]  # (before: the token whole)
 
 
