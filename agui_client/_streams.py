@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, suppress
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial, wraps
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
@@ -75,9 +75,17 @@ class _Stream(_Ending):
 
     def __init__(self, state: ThreadState | None) -> None:
         super().__init__(state)
-        # (its pump's generator of events once the pump gives it its steps: stepped_by, runs_in)
-        self._events: Iterator[ev.Event | ev.UnknownEvent] = iter(())
-        self._step: Callable[[], Any] | None = None  # (a run's pump step, which a tool loop's stream takes on)
+        # How its readers (_Reader) take the events, as an async stream's do: the pump's step (None once
+        # the stream is over or its block was left), what a run's result leads to (a tool loop's next
+        # run's step; None: the stream is over), and the rest of the last step's events (None: none).
+        self._step: Callable[[], Any] | None = None
+        self._after: Callable[[RunResult], Callable[[], Any] | None] | None = None
+        self._rest: Iterator[ev.Event | ev.UnknownEvent] | None = None
+        # The one token a reader takes (pops) to go inside a step and gives back after: a second reader
+        # finding none is refused, and the block's leaving side looks at it to learn whether a reader is
+        # inside. (A list's pop and append are each one step under the interpreter's lock, as a Lock's
+        # acquire is, at a quarter of the cost: taken once a read's events, most often once an event.)
+        self._token: list[bool] = [True]
         # How the block's leaving side hands the run's settling to a reader inside a step (stream_left):
         # the block was left (for good), the settling handed over (taken once), and the lock both sides
         # take around the hand-over.
@@ -296,58 +304,116 @@ class AsyncLoopStream(_Runs, _AsyncStream):
 
 
 class _Reader:
-    """One reader's way through a stream's events (what ``iter(stream)`` returns): the events themselves,
-    one at a time, or :class:`StreamMisused` for a second OS thread reading while another is.
+    """One reader's way through a sync stream's events (what ``iter(stream)`` returns): the events
+    themselves, one at a time, or :class:`StreamMisused` for a second OS thread reading while another is
+    inside a step.
 
-    The events are one generator (the pump's), which Python lets one caller run at a time: a second
-    raised the generator's ``ValueError("generator already executing")``, naming nothing. Caught where
-    it arises rather than looked for first: a look, then a step, would leave the two threads a moment
-    to both look. ``close()`` ends the events, as closing the generator ``iter(stream)`` used to return
-    did; leaving a ``for`` early closes nothing: the stream goes on for the next loop, as it did.
+    It takes the pump's steps itself, as an async stream's readers do (:func:`_read`), and hands out
+    what each folded. A step is taken holding the stream's one ``_token``, taken without waiting: a
+    second reader finding none is refused, and the block's leaving side looks at it (never waits on it)
+    to learn whether a reader is inside (:func:`stream_left`). The events a step folded are the
+    stream's, not the reader's: a reader that leaves early (``break``) leaves the rest to the next, and
+    two threads taking them between steps each get different ones. ``close()`` ends the events.
 
-    The reader inside the events when the stream's block is left settles the run as it comes out of them
-    (:func:`stream_left` hands it over), and its iteration ends there: no more events (or its step's
-    error). Not ``STREAM-SHARED``: it was the one reader, and the misuse, leaving the block while it read,
-    is reported where it was made, to the block's side.
+    Before, the events were one generator, and the block's leaving side closed it unless it ran. The
+    generator's ``close()`` with another thread running it could kill the process (CPython 3.11 reads
+    the running thread's frame first), and a thread could start running it between the look and the
+    close. Nothing is closed now: the leaving side marks the stream left and then looks at ``_token``;
+    the reader takes ``_token`` and then looks at the mark. Each side writes before it reads, so at least
+    one sees the other: a reader that took ``_token`` too late takes no step, and one inside at the look is
+    handed the run's settling, which it does as its step comes out (the mark seen), its iteration ending
+    there: no more events (or its step's error). Not ``STREAM-SHARED``: it was the one reader, and the
+    misuse, leaving the block while it read, is reported where it was made, to the block's side.
+
+    An event costs a call of ours where it cost a generator's step; a step (one read's events, most often
+    one payload's) costs the token taken and given back.
     """
 
-    __slots__ = ("_stream", "_events")
+    __slots__ = ("_stream",)
 
     def __init__(self, stream: _Stream) -> None:
         self._stream = stream
-        self._events = stream._events
 
     def __iter__(self) -> _Reader:
         return self
 
     def __next__(self) -> ev.Event | ev.UnknownEvent:
-        try:
-            event = next(self._events)
-        except BaseException as exc:
-            if type(exc) is ValueError and _executing(exc):
-                raise _shared(self._stream) from None  # (refused: this reader was never inside: settles nothing)
-            if self._stream._left:
-                # (the events' end is no error on its way out: a settling that fails then is raised, as the
-                # async reader's is, not logged as though the reader ended on something else)
-                _settled_here(self._stream, None if type(exc) is StopIteration else exc)
-            raise
-        # (a look after this reader left the events: the block, left while it was inside them, handed it
-        # the run's settling, which a look inside the events, before they yield, could miss)
-        if self._stream._left and _settled_here(self._stream):
-            raise StopIteration  # (the block was left: this reader's iteration ends, as a later one's would)
-        return event
+        stream = self._stream
+        while True:
+            rest = stream._rest
+            if rest is not None:
+                event = next(rest, None)  # (an event is never None)
+                if event is not None:
+                    return event
+            token = stream._token
+            try:
+                token.pop()
+            except IndexError:
+                raise _shared(stream) from None  # (another is inside a step: this reader was, and settles, nothing)
+            try:
+                # (another reader took a step since this one looked: its events are read first; the rest
+                # is set before the token is given back, so no step's events are taken twice or passed over)
+                step = stream._step
+                if stream._rest is not rest:
+                    item: list[ev.Event | ev.UnknownEvent] | tuple[()] | None = ()
+                elif step is None or stream._left:
+                    item = None  # (over, or left: a step alongside the settling would drive the run's flow)
+                else:
+                    item = step()
+                    if type(item) is not list:
+                        item = _after_result(stream, item)
+                if item is None:
+                    stream._rest = None
+                elif len(item) == 1:
+                    stream._rest = None  # (a read's one event, the usual case: handed at once, nothing left)
+                elif item:
+                    stream._rest = iter(item)
+            except BaseException as exc:
+                stream._step = None  # (a step that raised ends the events, as a generator that raised was over)
+                token.append(True)
+                if stream._left:
+                    _settled_here(stream, exc)
+                raise
+            token.append(True)
+            # (the mark looked at after the token was given back: the block, left while this reader was
+            # inside a step, handed it the run's settling; left before it took the token, no step was taken)
+            if stream._left:
+                _settled_here(stream)
+                raise StopIteration
+            if item is None:
+                raise StopIteration
+            if len(item) == 1:
+                return item[0]
 
     def close(self) -> None:
-        """End the stream's events here, as closing the generator this used to be did: the run is left."""
-        _close_events(self._stream)
+        """End the stream's events here, as closing the generator this used to be did: the run is left.
+
+        Raises:
+            StreamMisused: another OS thread is inside a step of the stream (``STREAM-SHARED``).
+        """
+        token = self._stream._token
+        try:
+            token.pop()
+        except IndexError:
+            raise _shared(self._stream) from None
+        self._stream._step = self._stream._rest = None
+        token.append(True)
 
 
-def _close_events(stream: _Stream) -> None:
-    """Close a sync stream's events (the pump's generator): :class:`StreamMisused` while another OS thread
-    is inside its step, where Python said ``ValueError("generator already executing")``, as it does for
-    a second reader (:meth:`_Reader.__next__`)."""
-    if not _closed_unless_running(stream):
-        raise _shared(stream)
+def _after_result(stream: _Stream, result: Any) -> list[ev.Event | ev.UnknownEvent] | None:
+    """What a run's ``result`` leads to (``_after``): the events of a tool loop's next run's first step
+    (taken on as the stream's step), or ``None``: the stream is over, or its block was left meanwhile (a
+    tool loop's handlers ran: the run they opened is not read from)."""
+    while True:
+        assert stream._after is not None  # (set with the step: stepped_by, runs_in)
+        step = stream._after(result)
+        if step is None or stream._left:
+            stream._step = None
+            return None
+        stream._step = step
+        result = step()
+        if type(result) is list:
+            return result
 
 
 def _settled_here(stream: _Stream, raising: BaseException | None = None) -> bool:
@@ -358,9 +424,7 @@ def _settled_here(stream: _Stream, raising: BaseException | None = None) -> bool
         settle, stream._settle = stream._settle, None
     if settle is None:
         return False  # (the leaving side settled it, or the block is not left)
-    stream._step = None
-    with suppress(ValueError):  # (another thread went on into the events: it ends before a step, at _left)
-        _closed_unless_running(stream)
+    stream._step = stream._rest = stream._after = None  # (over: every later read ends at once)
     try:
         settle()
     except Exception as failed:
@@ -382,35 +446,6 @@ def _settling_failed(stream: _Ending, raising: BaseException, failed: Exception)
     # credential it shares with the agent's endpoint, and a log line is written whatever the caller does)
     logger.warning("%s: settling it after its stream's block was left failed while the reader inside a step "
                    "ended with %s: %s", which, type(raising).__name__, stream._said(failed))
-
-
-def _closed_unless_running(stream: _Stream) -> bool:
-    """Close a sync stream's events (the generator ``_stepped`` made) unless another OS thread is running
-    them; whether they were closed.
-
-    Asked first, not left to the ``ValueError`` Python raises: CPython 3.11's ``close()`` of a generator
-    another thread runs reads that thread's frame (its next instruction, its stack) before it looks at
-    whether the generator runs, and a frame in the middle of a call can read as one inside ``yield from``:
-    the process then dies of a segmentation fault (met once in a full test run, the reader inside a
-    tool handler while the block was left). ``gi_running`` is a plain read of the generator's state. A
-    thread that starts running them between the look and the close still gets the ``ValueError``.
-    """
-    events = stream._events
-    if getattr(events, "gi_running", False):
-        return False
-    try:
-        events.close()  # type: ignore[attr-defined]
-    except ValueError as exc:
-        if not _executing(exc):
-            raise
-        return False
-    return True
-
-
-def _executing(exc: ValueError) -> bool:
-    """``exc`` is exactly the interpreter's refusal of a generator another thread runs (the pump's own
-    errors, an ``UnencodableValue`` among them, are not)."""
-    return type(exc) is ValueError and exc.args == ("generator already executing",)
 
 
 async def _read(stream: _AsyncStream) -> AsyncIterator[ev.Event | ev.UnknownEvent]:
@@ -625,15 +660,13 @@ def stepped_by(stream: RunStream | AsyncRunStream, drive: Callable[..., Any], *a
     """Give a run's stream the step of its pump, ``drive(*arguments)``: each step returns the events one
     read folded (a list), or the run's result once it ended (which ends the stream).
 
-    The sync stream's events are one generator taking the steps; an async stream's readers take them
-    themselves (:func:`_read`).
+    The stream's readers take the steps themselves (:class:`_Reader`, :func:`_read`).
     """
-    step = partial(drive, *arguments)
-    stream._step = step
+    stream._step = partial(drive, *arguments)
     if isinstance(stream, AsyncRunStream):
         stream._after = partial(_run_ended, stream)
     else:
-        stream._events = _stepped(stream, step, partial(end, stream))
+        stream._after = partial(end, stream)
 
 
 def runs_in(loop: LoopStream | AsyncLoopStream, run: RunStream | AsyncRunStream | None,
@@ -646,12 +679,11 @@ def runs_in(loop: LoopStream | AsyncLoopStream, run: RunStream | AsyncRunStream 
     stream is the pump's, never the caller's): an event of the loop costs what one of a run's stream
     does, and the one-reader rule is the run stream's.
     """
-    step = None if run is None else run._step
+    loop._step = None if run is None else run._step
     if isinstance(loop, AsyncLoopStream):
-        loop._step = step
         loop._after = partial(_async_next_step, after)
     else:
-        loop._events = _stepped(loop, step, partial(_next_step, after))
+        loop._after = partial(_next_step, after)
 
 
 async def _run_ended(stream: AsyncRunStream, result: RunResult) -> None:
@@ -670,30 +702,6 @@ async def _async_next_step(after: Callable[[RunResult], Awaitable[AsyncRunStream
     """An async tool loop's ``_after``: the step of the run ``await after(result)`` opens, or ``None``."""
     run = await after(result)
     return None if run is None else run._step
-
-
-def _stepped(stream: _Stream, step: Callable[[], Any] | None,
-             after: Callable[[RunResult], Callable[[], Any] | None]) -> Iterator[ev.Event | ev.UnknownEvent]:
-    """A sync stream's events: what each step folded, and at a run's result, ``after``'s next step.
-
-    They end, before another step is taken, once the stream's block was left while a reader was inside:
-    that reader settles the run as it comes out (:func:`stream_left`), and a step taken then would drive
-    the run's flow alongside the settling.
-    """
-    while step is not None:
-        item = step()
-        while type(item) is list:
-            if stream._left:
-                return
-            yield from item
-            if stream._left:
-                return
-            item = step()
-        if stream._left:
-            return
-        step = after(item)
-        if stream._left:
-            return  # (left while after ran, a tool loop's handlers: the run it opened is not read from)
 
 
 def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any],
@@ -720,16 +728,18 @@ def stream_left(stream: _Stream | _AsyncStream, settle: Callable[[], Any],
         # stream is freed with its last reference rather than by the cycle collector, with all it holds)
         stream._after = None
     else:
-        # One of the two settles, the reader inside a step or this side, whatever their timing: the mark,
-        # the close (refused while another thread runs the events) and the hand-over are one step under the
-        # stream's lock; a reader that comes out looks at the mark after it left the events, and takes
-        # the hand-over under the same lock. A reader out before the close leaves the settling here; one
-        # still inside at the close finds the mark set when it comes out, and the hand-over made.
-        handed = False
+        # One of the two settles, the reader inside a step or this side, whatever their timing. The mark is
+        # set before the look at the token, and a reader takes the token before it looks at the mark (see
+        # _Reader): a reader that took it after the look sees the mark and takes no step; one inside at the
+        # look sees the mark once it gave the token back, and takes the hand-over under the lock this side
+        # holds while it makes it. Nothing is closed, so nothing touches a step another thread runs.
         with stream._lock:
             stream._left = True
-            if not _closed_unless_running(stream):
-                stream._settle, handed = settle, True
+            handed = not stream._token
+            if handed:
+                stream._settle = settle
+            else:
+                stream._rest = stream._after = None  # (the events end: a later read takes no step)
         if handed:
             raise _shared(stream, left=True)
     stream._step = None  # (a step holds its run's exchange: a stream kept for its result keeps none of it)

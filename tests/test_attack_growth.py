@@ -402,7 +402,7 @@ def test_the_schemas_remembered_as_judged_hold_a_bounded_part_of_memory(monkeypa
 
 def test_events_with_long_unknown_keys_leave_nothing_behind_once_read() -> None:
     # The readers compiled for each class remember every shape (the keys of an object, in order) they
-    # were given, up to MAX_SHAPES a class, for the life of the process: an event carrying an unknown key
+    # were given, up to 64 a class, for the life of the process: an event carrying an unknown key
     # of a megabyte (within max_event_bytes) left that megabyte behind after its run was long gone.
     def read_each() -> None:
         for n in range(32):

@@ -12,20 +12,23 @@ every later new shape, from every other agent, take the slow path. Now:
   shapes are read by the reader's one function for all shapes (the same values, some 2.5 times the cost
   of a shape's own) and nothing is kept: a response spends its own allowance and no one else's. A read
   outside any response (``decode_event``, ``decode`` called directly) has an allowance of its own.
-* **What is kept.** Each reader keeps at most :data:`MAX_SHAPES` functions *live* (where its readers
-  look a shape up) and :data:`MAX_RESTING` *resting*. A shape compiled when the live ones are full sends
-  the oldest live one to rest; a resting shape met again comes back live at no charge (nothing is
-  compiled); a shape still resting when :data:`MAX_RESTING` more were sent to rest after it is dropped,
-  and compiled again, charged, if it ever comes back. So a shape in use is never dropped while new
-  shapes churn: sent to rest, its next object brings it back for one lookup more. A shape used less than
-  once in :data:`MAX_SHAPES` + :data:`MAX_RESTING` compiles of its class may be dropped.
+* **What is kept.** Each reader keeps at most :data:`MAX_LIVE_SHAPES` functions *live* (where its
+  readers look a shape up) and :data:`MAX_RESTING_SHAPES` *resting*. A shape compiled when the live ones
+  are full sends the oldest live one to rest; a resting shape met again comes back live at no charge
+  (nothing is compiled); a shape still resting when :data:`MAX_RESTING_SHAPES` more were sent to rest
+  after it is dropped, and compiled again, charged, if it ever comes back. So a shape in use is never
+  dropped while new shapes churn: sent to rest, its next object brings it back for one lookup more. A
+  shape used less than once in :data:`MAX_LIVE_SHAPES` + :data:`MAX_RESTING_SHAPES` compiles of its
+  class may be dropped.
 * **Nothing on the hit path.** An object whose shape is live is read as before: one lookup, one call.
   Only a miss (a shape not live) reaches this module: the allowance in force is read from a context
   variable then, and a miss with none in force raises :class:`NewShape` (a :class:`Fallback`), for the
   caller that has one to read again with it (:func:`charged`); a caller with none reads the checked way.
+  The decoder reads a response's events under its allowance from the start once it is spent (then every
+  new shape is declined, and a second read would only be declined again): that response's cost alone.
 
-The bound: per reader, :data:`MAX_SHAPES` + :data:`MAX_RESTING` = 64 functions (the number the one
-budget kept before), each with its keys (at most :data:`MAX_SHAPE_TEXT` characters together). A function
+The bound: per reader, :data:`MAX_LIVE_SHAPES` + :data:`MAX_RESTING_SHAPES` = 64 functions (the number
+the one budget kept before), each with its keys (at most :data:`MAX_SHAPE_TEXT` characters together). A function
 for an event of six keys holds some 3 KiB (``tracemalloc``), so some 190 KiB a reader; the readers are
 fixed in number (one per wire class and use: 93 once every event type was read). Threads that miss at
 once may each add one function before the oldest is sent to rest.
@@ -39,15 +42,15 @@ from typing import Any, TypeVar
 
 from .policy import Fallback
 
-__all__ = ["MAX_SHAPES", "MAX_RESTING", "MAX_SHAPE_TEXT", "SHAPES_PER_RESPONSE", "Allowance", "NewShape", "ShapeCache",
-           "charged", "refused"]
+__all__ = ["MAX_LIVE_SHAPES", "MAX_RESTING_SHAPES", "MAX_SHAPE_TEXT", "SHAPES_PER_RESPONSE", "Allowance", "NewShape",
+           "ShapeCache", "charged", "refused"]
 
 #: Live compiled shapes per reader: a producer sends a handful (optional fields present or not), a
 #: process talking to many producers some tens.
-MAX_SHAPES = 48
+MAX_LIVE_SHAPES = 48
 #: Resting compiled shapes per reader: sent to rest by newer ones, brought back when met again. With
 #: the live ones, 64 a reader: what the one budget kept before, so memory is bounded as it was.
-MAX_RESTING = 16
+MAX_RESTING_SHAPES = 16
 #: The most characters a shape's keys may hold together for it to be compiled. A compiled shape is
 #: kept with its keys: an unknown key of a megabyte (within ``max_event_bytes``) would stay held long
 #: after its run ended. The wire's own keys are short (a whole event's, at most some 150 characters); a
@@ -126,7 +129,7 @@ class ShapeCache:
             return built
         if not self._plain(shape):
             return refused
-        if MAX_SHAPES <= 0 or sum(map(len, shape)) > MAX_SHAPE_TEXT:
+        if MAX_LIVE_SHAPES <= 0 or sum(map(len, shape)) > MAX_SHAPE_TEXT:
             return None
         allowance = _CHARGED.get()
         if allowance is None:
@@ -144,14 +147,14 @@ class ShapeCache:
         live, resting = self.live, self.resting
         # The oldest live shape (dicts keep their order; one brought back goes last) rests. Another thread
         # moving the same one first is no harm: this one adds its shape past the bound, by one.
-        while len(live) >= MAX_SHAPES:
+        while len(live) >= MAX_LIVE_SHAPES:
             try:
                 oldest = next(iter(live))
                 resting[oldest] = live.pop(oldest)
             except (RuntimeError, KeyError, StopIteration):
                 break
             self.rested += 1
-        while len(resting) > MAX_RESTING:
+        while len(resting) > MAX_RESTING_SHAPES:
             try:
                 del resting[next(iter(resting))]
             except (RuntimeError, KeyError, StopIteration):

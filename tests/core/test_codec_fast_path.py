@@ -110,7 +110,7 @@ def builders(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(codec, "_derived", derive.Derived(codec._derived.policy))
     monkeypatch.setattr(codec, "_READERS", codec._ReaderByKind())
     if request.param == "generic":
-        monkeypatch.setattr(shapes, "MAX_SHAPES", 0)
+        monkeypatch.setattr(shapes, "MAX_LIVE_SHAPES", 0)
     if request.param == "init":
         monkeypatch.setattr(writers, "slot_setters", lambda cls: None)
     return str(request.param)
@@ -245,10 +245,10 @@ def test_many_shapes_of_one_event_stay_correct_past_the_compiled_shape_budget(
                 fields = [(k, values[k]) for k in order]
                 fields.insert(at, ("type", "TEXT_MESSAGE_CONTENT"))
                 assert decode_event(dict(fields)) == expected
-    assert 4 * 24 > shapes.MAX_SHAPES + shapes.MAX_RESTING
+    assert 4 * 24 > shapes.MAX_LIVE_SHAPES + shapes.MAX_RESTING_SHAPES
     cache = codec._derived.cache_of(codec._READERS["TEXT_MESSAGE_CONTENT"])
-    assert cache is not None and cache.compiled > shapes.MAX_SHAPES + shapes.MAX_RESTING
-    assert (len(cache.live), len(cache.resting)) == (shapes.MAX_SHAPES, shapes.MAX_RESTING)
+    assert cache is not None and cache.compiled > shapes.MAX_LIVE_SHAPES + shapes.MAX_RESTING_SHAPES
+    assert (len(cache.live), len(cache.resting)) == (shapes.MAX_LIVE_SHAPES, shapes.MAX_RESTING_SHAPES)
 
 
 def test_every_wire_type_keeps_its_fast_path_when_typing_forgets_its_union_objects(

@@ -17,6 +17,7 @@ from wirekit import content_cache
 
 from agui_client import RunSession
 from agui_client.wire import codec, shapes
+from agui_client.wire.sink import WarningSink
 
 #: A TEXT_MESSAGE_CONTENT's keys: every order of all six is a shape of its own (720 of them).
 KEYS = ("type", "messageId", "delta", "timestamp", "rawEvent", "metadata")
@@ -85,7 +86,7 @@ def test_the_compiled_shapes_stay_bounded_and_a_shape_in_use_is_never_compiled_a
         step = shapes.SHAPES_PER_RESPONSE - 4
         for n, start in enumerate(range(0, len(HOSTILE), step)):
             _fold(_response(f"h{n}", _hostile(HOSTILE[start:start + step])), events=False)
-            assert len(cache.live) <= shapes.MAX_SHAPES and len(cache.resting) <= shapes.MAX_RESTING
+            assert len(cache.live) <= shapes.MAX_LIVE_SHAPES and len(cache.resting) <= shapes.MAX_RESTING_SHAPES
             if n % 2:
                 _fold(_response(f"o{n}", [ORDINARY] * 3), events=False)
                 assert cache.live[ORDINARY] is ordinary  # brought back, never dropped nor compiled again
@@ -95,7 +96,7 @@ def test_the_compiled_shapes_stay_bounded_and_a_shape_in_use_is_never_compiled_a
         tracemalloc.stop()
     assert (cache.compiled, cache.declined) == (len(HOSTILE) + 2, 0)  # (and BETWEEN, and the ordinary shape)
     assert cache.restored > 0 and cache.dropped > 600
-    assert len(cache.live) + len(cache.resting) == shapes.MAX_SHAPES + shapes.MAX_RESTING
+    assert len(cache.live) + len(cache.resting) == shapes.MAX_LIVE_SHAPES + shapes.MAX_RESTING_SHAPES
     # Memory: what the first rounds held is all the last ones hold (the cache full from the third round).
     assert max(held[2:]) - min(held[2:]) < 64 * 1024, held
 
@@ -109,7 +110,7 @@ def test_a_read_outside_any_response_pays_for_its_own_new_shapes(fresh_shapes: N
     for order in HOSTILE[:100]:
         codec.decode_event({key: VALUES[key] for key in order})
     assert (cache.compiled, cache.declined) == (100, 0)
-    assert len(cache.live) == shapes.MAX_SHAPES
+    assert len(cache.live) == shapes.MAX_LIVE_SHAPES
     user = codec._derived.cache_of(codec._derived.reader(codec.msg.UserMessage))
     assert user is not None
     many = [{"role": "user", "content": "c", **{key: "n" for key in order}}
@@ -136,3 +137,45 @@ def test_a_new_shape_met_with_no_allowance_in_force_asks_for_one() -> None:
     assert tuple(odd) not in cache.live
     built = shapes.charged(shapes.Allowance(1), reader, odd)
     assert built == codec.decode_event(odd) and tuple(odd) in cache.live
+
+
+def test_a_response_past_its_allowance_reads_each_new_shape_once(fresh_shapes: None) -> None:
+    """A new shape met once the response's allowance is spent is declined: its object is read once, by the
+    one function for all shapes. Before, the decoder read it, met the shape with no allowance in force,
+    and read it again under the allowance only to be declined (its shape judged twice)."""
+    cache = content_cache(True)
+    judged: list[tuple[str, ...]] = []
+    plain = cache._plain
+
+    def judge(shape: tuple[str, ...]) -> bool:
+        judged.append(shape)
+        return plain(shape)
+
+    cache._plain = judge
+    _fold(_response("r1", HOSTILE[:80]), events=True)
+    assert cache.compiled + cache.declined == 80 and cache.declined > 40
+    declined = [shape for shape in HOSTILE[:80] if shape not in cache.live]
+    assert len(declined) == cache.declined
+    # (a shape compiled is met twice, before and after the allowance is put in force; one declined, once)
+    assert sorted(judged) == sorted([*HOSTILE[:80], *(s for s in HOSTILE[:80] if s not in declined)])
+
+
+def test_a_thinking_event_read_as_reasoning_pays_for_its_shape_as_every_event_does(fresh_shapes: None) -> None:
+    """A pre-1.0 ``THINKING_*`` payload carrying its id is read as its ``REASONING_*`` event on the path every
+    event takes: a new shape compiled on the allowance in force, or declined once it is spent. Before, the
+    new shape sent it to the checked path, and nothing was compiled or charged."""
+    sink = WarningSink()
+    reader = codec._READERS["REASONING_MESSAGE_CONTENT"]
+    cache = codec._derived.cache_of(reader)
+    assert cache is not None
+    allowance = codec.Allowance()
+    old = {"type": "THINKING_TEXT_MESSAGE_CONTENT", "messageId": "r1", "delta": "hm"}
+    event = codec.decode_value(old, sink, None, allowance)
+    assert tuple(old) in cache.live and allowance.left == shapes.SHAPES_PER_RESPONSE - 1
+    assert cache.compiled == 1
+    assert [w.code for w in sink.items] == ["RS-09"]
+    assert event == codec.decode_value({**old, "type": "REASONING_MESSAGE_CONTENT"})
+
+    spent = codec.Allowance(0)
+    codec.decode_value({"delta": "hm", "messageId": "r1", "type": "THINKING_TEXT_MESSAGE_CONTENT"}, sink, None, spent)
+    assert (cache.compiled, cache.declined) == (1, 1)

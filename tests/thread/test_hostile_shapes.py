@@ -50,7 +50,7 @@ def test_a_hostile_agents_new_shapes_leave_an_ordinary_agents_new_shapes_compile
                     deltas = [event.delta for event in stream if isinstance(event, TextMessageContentEvent)]
                 assert "".join(deltas) == "x" * len(hostile[n])
     assert cache.compiled <= 3 * shapes.SHAPES_PER_RESPONSE and cache.compiled + cache.declined == 3 * 150 + 1
-    assert len(cache.live) <= shapes.MAX_SHAPES and len(cache.resting) <= shapes.MAX_RESTING
+    assert len(cache.live) <= shapes.MAX_LIVE_SHAPES and len(cache.resting) <= shapes.MAX_RESTING_SHAPES
     declined = cache.declined
 
     # The ordinary agent is read the way the hostile one was: by the same cache, the one the hostile
