@@ -162,9 +162,10 @@ class ThreadState:
         """The shared state: a copy of the reader's own, made at each read.
 
         Changing it changes neither the thread's state, nor what the thread sends or saves, nor what any
-        other read hands out; to change the thread's, :meth:`set_state`. Each read copies the whole
-        state: to follow it as a run streams, read it after the events that change it (``STATE_SNAPSHOT``,
-        ``STATE_DELTA``), not after every event."""
+        other read hands out; to change the thread's, :meth:`set_state`. Each read builds every dict and
+        list of the state anew (from bytes kept until the state next changes, at C speed): to follow it
+        as a run streams, read it after the events that change it (``STATE_SNAPSHOT``, ``STATE_DELTA``),
+        not after every event."""
         return self.document.view
 
     @property
