@@ -3,7 +3,8 @@
 * :func:`describe` names a value's JSON kind for a message; :func:`plain_json` says whether a value
   holds only JSON's types (:class:`PlainList` / :class:`PlainDict` mark what was checked already);
   :func:`has_surrogate` finds half a character that UTF-8 cannot write; :func:`is_json` judges a text;
-  :func:`cycle_at` names where a value holds itself.
+  :func:`cycle_at` names where a value holds itself, :func:`written_past` where one holding a
+  container through many paths writes out more than :data:`WRITTEN_MEMBERS` members.
 * :func:`copy_json`, :func:`tree_copy` and :func:`deep_copy` copy JSON trees without recursion;
   :func:`frozen_json` and :func:`thawed_json` keep a tree as bytes that a fresh copy is made from.
 
@@ -21,6 +22,7 @@ import re
 from typing import Any
 
 from .._inert import quoted_name
+from ..errors import UnencodableValue
 
 #: orjson, the optional faster parser and writer, or ``None`` when it is not installed: imported here
 #: only, for this module and :mod:`~agui_client.wire.jsonio` (the package works without it; the
@@ -46,7 +48,11 @@ __all__ = [
     "frozen_json",
     "thawed_json",
     "cycle_at",
+    "written_past",
+    "costly_refused",
     "WALKED_UNMARKED",
+    "WRITTEN_MEMBERS",
+    "CONTAINS_ITSELF",
     "is_json",
 ]
 
@@ -134,7 +140,9 @@ def plain_json(value: Any, tuples: bool = True) -> bool:
     inside counts as checked. A value holding itself (``state["self"] = state``, handed to
     ``set_state`` or a save) was walked without end. The walk now counts the members it reads; past
     :data:`WALKED_UNMARKED` of them it marks each container it meets, and the first met again (held
-    twice, or inside itself) has :func:`cycle_at` say which. A value of fewer members pays the count
+    twice, or inside itself) has :func:`cycle_at` say which, and :func:`written_past` whether what
+    is held twice writes out more than :data:`WRITTEN_MEMBERS` members (not plain either: a list
+    doubled 40 times over is 40 lists, and a trillion members to write). A value of fewer members pays the count
     alone: marking every container made the walk half as slow again (1.3 MB of state, 7.8 ms, 11.9
     marked); past it, 0.3 µs a container.
     """
@@ -170,7 +178,9 @@ def plain_json(value: Any, tuples: bool = True) -> bool:
                     pass
                 elif id(item) in seen:
                     if not shared:
-                        if cycle_at(value) is not None:
+                        # held twice, or inside itself: a cycle, or a list held through so many paths
+                        # that writing it out (as JSON must, once a path) costs more than its size
+                        if cycle_at(value) is not None or written_past(value) is not None:
                             return False
                         shared = True
                     continue  # (walked already)
@@ -231,6 +241,78 @@ def cycle_at(value: Any) -> str | None:
 _CONTAINERS = (dict, list, tuple)
 
 
+#: The most members a value holding a container more than once may write out (each path to it writes
+#: it again, as JSON must): 16,777,216, some 10 s of orjson's writing and as many times 10 bytes of
+#: text. A chain of lists each holding the one before twice (``b = [a, a]``, ``c = [b, b]`` …) is 41
+#: lists at 40 levels and a trillion members written: no encoder finishes it, and each went on until
+#: memory ran out. A value holding no container twice writes out its own size, and is not counted.
+WRITTEN_MEMBERS = 1 << 24
+
+#: Why a value holding itself is not JSON (as :func:`~agui_client.wire.jsonio.json_problem` says it).
+CONTAINS_ITSELF = "the value contains itself"
+
+
+def written_past(value: Any, limit: int = WRITTEN_MEMBERS) -> tuple[str, str] | None:
+    """``(pointer, reason)`` when ``value`` writes out more than ``limit`` members (each container's,
+    once a path to it), else ``None``; the pointer names the deepest container past the limit, first in
+    document order (where the doubling passes it). In time proportionate to the containers held, not to
+    the paths to them: each container's count is added up once. A cycle adds nothing (:func:`cycle_at`
+    names it).
+
+    Example::
+
+        >>> chain = [0]
+        >>> for _ in range(30):
+        ...     chain = [chain, chain]
+        >>> written_past({"chain": chain}, limit=1_000_000)[0]
+        '/chain/0/0/0/0/0/0/0/0/0/0/0'
+    """
+    if not isinstance(value, _CONTAINERS):
+        return None
+    written: dict[int, int] = {}  # a container's members written out, its own and its containers'
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            written[id(node)] = len(node) + sum([written[id(item)] for _, item in _members(node)
+                                                 if isinstance(item, _CONTAINERS)])
+        elif id(node) not in written:
+            written[id(node)] = 0  # (entered: met again inside itself, a cycle, it adds nothing)
+            stack.append((node, True))
+            stack += [(item, False) for _, item in _members(node) if isinstance(item, _CONTAINERS)]
+    if written[id(value)] <= limit:
+        return None
+    keys: list[Any] = []
+    node = value
+    while True:
+        inner = next(((key, item) for key, item in _members(node)
+                      if isinstance(item, _CONTAINERS) and written[id(item)] > limit), None)
+        if inner is None:
+            break
+        keys.append(inner[0])
+        node = inner[1]
+    pointer = "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+    return pointer, (f"written out it holds {written[id(node)]:,} members, more than {limit:,}: a container "
+                     "in it is held through that many paths, and JSON writes it once for each")
+
+
+def costly_refused(value: Any) -> UnencodableValue | None:
+    """The refusal of a value nothing can write at a cost bounded by its size: one holding itself, or one
+    :func:`written_past` the limit; ``None`` for any other. Looked for only when a walk has met a
+    container again (each walk counts first: see :data:`WALKED_UNMARKED`)."""
+    pointer = cycle_at(value)
+    if pointer is not None:
+        return UnencodableValue(f"the value holds itself at {pointer or '/'}: JSON cannot hold a cycle",
+                                pointer=pointer, reason=CONTAINS_ITSELF)
+    found = written_past(value)
+    if found is not None:
+        return UnencodableValue(f"the value cannot be written out at {found[0] or '/'}: {found[1]}",
+                                pointer=found[0], reason=found[1])
+    return None
+
+
+
+
 def _members(node: Any) -> Any:
     """``(key, member)`` for each member of a dict, list or tuple."""
     return iter(node.items()) if isinstance(node, dict) else enumerate(node)
@@ -269,21 +351,36 @@ def tree_copy(value: Any) -> Any:
     The copy of state deeper than orjson writes: :func:`deep_copy`'s table of every container copied
     (for cycles, which plain JSON has none of) made it twice as slow (a MiB of arrays 500 deep, some
     0.45 s against 0.25; orjson copies 200 deep in 0.13).
+
+    A value held unchecked (``dump(share_state=True)`` shares the thread's state, which its caller may
+    change) can hold itself, or a list through so many paths that its copy never ends: past
+    :data:`WALKED_UNMARKED` containers copied, the value is judged once (:func:`costly_refused`).
+
+    Raises:
+        UnencodableValue: ``value`` holds itself, or is :func:`written_past` the limit (``.pointer``).
     """
     kind = type(value)
     if kind not in _COPIED:
         return value
     root = _shallow(value, kind)
-    stack = [root]
-    pop = stack.pop
-    push = stack.append
-    while stack:
-        target = pop()
-        for key, item in (target.items() if type(target) is dict else enumerate(target)):
-            kind = type(item)
-            if kind in _COPIED:  # (the shallow copy made here, not by _shallow: a call a container is a fifth)
-                target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
-                push(copied)
+    level = [root]
+    left = WALKED_UNMARKED  # (containers, counted a level at a time: nothing more per container)
+    while level:
+        below: list[Any] = []
+        push = below.append
+        for target in level:
+            for key, item in (target.items() if type(target) is dict else enumerate(target)):
+                kind = type(item)
+                if kind in _COPIED:  # (the shallow copy made here, not by _shallow: a call a container is a fifth)
+                    target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
+                    push(copied)
+        level = below
+        if left >= 0:
+            left -= len(level)
+            if left < 0:  # (the count just ran out: judged once a copy)
+                refused = costly_refused(value)
+                if refused is not None:
+                    raise refused
     return root
 
 

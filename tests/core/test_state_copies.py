@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agui_client.core.fold import ThreadState, document
+from agui_client.wire import values
 from agui_client.wire.types import events as ev
 
 
@@ -77,3 +78,23 @@ def test_a_state_deeper_than_the_kept_form_goes_is_copied_level_by_level(monkeyp
     for _ in range(3_000):
         node = node[0]
     assert node == []
+
+
+def test_a_thread_copy_copies_the_state_once_and_holds_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    thread = ThreadState(state={"rows": [{"n": n} for n in range(100)]})
+    copied_states: list[Any] = []
+    for module in (document, values):
+        real = module.copy_json
+
+        def spy(value: Any, real: Any = real) -> Any:
+            held = value.get("state") if isinstance(value, dict) and "threadId" in value else value
+            if isinstance(held, dict) and "rows" in held:
+                copied_states.append(held)
+            return real(value)
+
+        monkeypatch.setattr(module, "copy_json", spy)
+    other = thread.copy()
+    assert len(copied_states) == 1  # (twice before: with the record, then by the new thread)
+    other.set_state({"rows": []})
+    other_rows = other.state["rows"]
+    assert len(thread.state["rows"]) == 100 and other_rows == []

@@ -514,8 +514,14 @@ class ThreadState:
         """An independent copy (through the dump form; the legacy bridge in force, too).
 
         The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
-        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's."""
-        copied = ThreadState.load(foreign_copy(self.dump(share_state=True)))
+        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's.
+        The state is copied once, by the new thread (it comes marked as checked when it is plain JSON;
+        it was copied with the rest, then walked and copied again)."""
+        data = self.dump(share_state=True)
+        state = data.pop("state")
+        data = foreign_copy(data)
+        data["state"] = state
+        copied = ThreadState.load(data)
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 

@@ -11,7 +11,7 @@ walk and a write.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ...errors import StreamWarning, UnencodableValue
 from ...wire.jsonio import json_problem
@@ -52,7 +52,10 @@ def own_json(value: Any) -> Any:
             where and why: a value holding itself, ``NaN``, a set …).
     """
     _refuse_unless_plain(value)
-    return copy_json(value)
+    try:
+        return copy_json(value)
+    except UnencodableValue as exc:  # (inside a save's marked state, which no walk judged: see tree_copy)
+        _refuse(exc.pointer, exc.reason)
 
 
 def adopted_json(value: Any) -> Any:
@@ -64,9 +67,12 @@ def adopted_json(value: Any) -> Any:
 def _refuse_unless_plain(value: Any) -> None:
     if not plain_json(value):
         found = json_problem(value)
-        pointer, reason = found if found is not None else ("", "not JSON")
-        raise UnencodableValue(f"state must be JSON: dicts, lists, strings, finite numbers, booleans and None "
-                               f"({reason} at {pointer or '/'})", field="state", pointer=pointer, reason=reason)
+        _refuse(*(found if found is not None else ("", "not JSON")))
+
+
+def _refuse(pointer: str, reason: str) -> NoReturn:
+    raise UnencodableValue(f"state must be JSON: dicts, lists, strings, finite numbers, booleans and None "
+                           f"({reason} at {pointer or '/'})", field="state", pointer=pointer, reason=reason)
 
 
 def json_structure(value: Any) -> int:
