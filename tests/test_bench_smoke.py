@@ -180,11 +180,12 @@ def test_the_http_gap_breakdown_reports_every_kind_and_measure() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     header, *rows = proc.stdout.strip().splitlines()
-    for name in ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "http / replay"):
+    for name in ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "budget", "http / replay"):
         assert name in header
-    assert [row.split()[0] for row in rows] == list(KINDS)
+    # (each kind, then the fixed per-run cost, measured on a run of a few events)
+    assert [row.split()[0] for row in rows] == [*KINDS, "(fixed)"]
     for row in rows:
-        assert row.count(" ms") == 7 and row.split()[-3].endswith("x"), row
+        assert row.count(" ms") == 8 and row.split()[-3].endswith("x"), row
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
