@@ -369,6 +369,17 @@ def test_the_budget_is_charged_every_character_the_console_writes(colours: str |
     assert charged[0] == len(re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", written))
 
 
+@pytest.mark.parametrize("spent", ["drawn", "written"])
+def test_the_redrawn_tail_is_text_once_either_budget_is_spent(spent: str) -> None:
+    # (the tail redrawn in place while a message streams, as a finished block past either budget)
+    from rich.text import Text
+
+    writer, _ = _writer()
+    assert not isinstance(writer._rendered("# a **heading**"), Text)
+    writer._markdown_left[["drawn", "written"].index(spent)] = 0
+    assert isinstance(writer._rendered("# a **heading**"), Text)
+
+
 def test_a_block_whose_drawing_outgrows_the_budget_is_shown_as_text() -> None:
     # One block of combining marks, each drawn as its six-character escape: the drawing is given up once it
     # has written what the budget holds, and the block printed as the text it is (escaped all the same).

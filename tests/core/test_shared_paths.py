@@ -56,6 +56,18 @@ def test_a_list_doubled_forty_times_is_refused_where_its_writing_passes_the_limi
     assert copied.value.pointer == pointer
 
 
+def test_the_first_doubling_that_writes_past_the_limit_is_the_one_refused() -> None:
+    # (22 doublings write 12.6 million members, 23 write 25.2 million: the limit lies between them)
+    within, past = _doubled(22), _doubled(23)
+    assert _written(within) <= WRITTEN_MEMBERS < _written(past)
+    assert written_past({"chain": within}) is None and plain_json({"chain": within})
+    found = written_past({"chain": past})
+    assert found is not None and found[0] == "/chain" and not plain_json({"chain": past})
+    # (at any limit: refused as soon as what it writes passes it, not before)
+    assert written_past(within, limit=_written(within)) is None
+    assert written_past(within, limit=_written(within) - 1) is not None
+
+
 def test_a_list_held_twice_within_the_limit_is_json_and_the_check_walks_it_once() -> None:
     chain = _doubled(19)  # (written: a million members, past the count a walk reads unmarked)
     state = {"chain": chain, "after": float("nan")}

@@ -216,3 +216,22 @@ def test_a_reader_that_found_no_events_left_reads_the_step_another_reader_took_m
 
     assert out == ["0b"] and pump.steps == 1
     assert deltas(stream) == ["1a", "1b"]
+
+
+def test_a_step_that_raised_ends_the_events_and_a_later_read_takes_no_step() -> None:
+    # As a generator that raised was over: the reader has the step's error, and a later read, by it or by
+    # another, ends at once rather than driving the run's flow again past the failure.
+    calls: list[int] = []
+
+    def failing() -> Any:
+        calls.append(1)
+        raise ConnectionResetError("the agent went away")
+
+    stream = ag.RunStream(RunAgentInput(thread_id="t", run_id="r"))
+    _streams.stepped_by(stream, failing)
+    events = iter(stream)
+    with pytest.raises(ConnectionResetError):
+        next(events)
+
+    assert deltas(events) == [] and deltas(stream) == []
+    assert calls == [1] and stream._token == [True]  # (given back)
