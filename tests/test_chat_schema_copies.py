@@ -58,6 +58,7 @@ def test_the_copies_of_the_schemas_grow_with_the_interrupts_not_their_square(
     # The same copies for each interrupt however many are open (before: 12 each for 2, 32 each for 12;
     # now 3: the fold's, the chat's one read, the builder's; the run's checks read the thread's own)
     assert few > 0 and many * 2 == few * 12
+    assert few == 3 * 2  # (a read's copy of what a builder is given was a fourth)
 
 
 def test_judging_an_answer_alone_copies_no_schema(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -217,3 +217,29 @@ def test_recorded_agents_refusal_of_a_resume_quotes_a_bounded_part_of_each_side(
     assert problem in said and len(said) < 1_000 + len(str(tmp_path)) + 200
     assert 'recorded [{"interruptId": "i1", "status": "resolved", "payload": "xxx' in problem
     assert f"... ({len(json.dumps(recorded['resume'])) - QUOTED_CHARS} more characters)" in problem
+
+
+def test_recorded_agents_refusal_of_a_resume_quotes_a_bounded_part_of_what_was_sent(
+        tmp_path: Path, served: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The other side: the recording's answer is short, the one sent a megabyte.
+    endpoint = served(ScriptedAgent.interrupts(1, response_schema=None))
+    with httpx.Client(transport=RecordingTransport(tmp_path)) as http, \
+            ag.AgentClient(endpoint.url, http_client=http) as client:
+        thread = client.thread("t")
+        thread.run("hi")
+        thread.run(resume=thread.resume_builder().answer("interrupt-1", "short"))
+    agent = RecordedAgent(tmp_path)
+
+    with caplog.at_level(logging.WARNING, logger="agui_client.testing"), serve(agent) as replayed, \
+            ag.AgentClient(replayed.url) as client:
+        thread = client.thread("t")
+        thread.run("hi")
+        with pytest.raises(ag.HTTPStatusError) as caught:
+            thread.run(resume=thread.resume_builder().answer("interrupt-1", "x" * 1_000_000))
+
+    assert caught.value.status_code == 409
+    [problem] = agent.mismatches
+    [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
+    assert problem in said and len(said) < 1_000 + len(str(tmp_path)) + 200
+    assert 'resume entries [{"interruptId": "interrupt-1", "status": "resolved", "payload": "xxx' in problem
+    assert " more characters)" in problem and '"payload": "short"' in problem

@@ -143,6 +143,7 @@ def test_hpack_lines_are_known_by_their_template_and_an_unknown_one_keeps_only_i
                     b"content-type", b"application/json", False, True)
         coder.debug("Decoding %s", memoryview(b"\x88\x5f" + API_KEY.encode()))
         coder.debug("Decoded %s, consumed %d", (b"x-api-key", API_KEY.encode()), 1)
+        coder.debug("Decoded %s, consumed %d", (None, API_KEY.encode()), 1)  # (a name of no known type)
         coder.debug("Encoding %d with %d bits", 300, 7)
         coder.debug("Header %s was %s (%d)", b"x-note", API_KEY.encode(), 3)
         coder.debug("Headers: %s", [(b"x-note", API_KEY.encode())])
@@ -155,6 +156,7 @@ def test_hpack_lines_are_known_by_their_template_and_an_unknown_one_keeps_only_i
         "Adding b'content-type'=b'application/json' to the header table, sensitive:False, huffman:True",
         f"Decoding <a header block of {2 + len(API_KEY)} bytes>",
         "Decoded (b'x-api-key', b'[redacted]'), consumed 1",
+        "Decoded (None, b'[redacted]'), consumed 1",
         "Encoding 300 with 7 bits",
         f"Header <bytes of 6 withheld> was <bytes of {len(API_KEY)} withheld> (3)",
         "Headers: <list of 1 withheld>",
