@@ -17,8 +17,9 @@ import pytest
 from agui_client import ThreadState
 from agui_client.core.plan import refuse_unencodable
 from agui_client.errors import UnencodableValue
+from agui_client.wire import jsonio
 from agui_client.wire.jsonio import json_problem
-from agui_client.wire.values import WRITTEN_MEMBERS, plain_json, tree_copy, written_past
+from agui_client.wire.values import WALKED_UNMARKED, WRITTEN_MEMBERS, plain_json, tree_copy, written_past
 
 
 def _doubled(times: int) -> list[Any]:
@@ -76,6 +77,21 @@ def test_a_list_held_twice_within_the_limit_is_json_and_the_check_walks_it_once(
     assert json_problem(state) == ("/after", "nan is not a JSON number")
     copied = tree_copy({"chain": chain})
     assert copied["chain"][0] is not copied["chain"][1] and copied["chain"] == chain
+
+
+def test_past_the_count_the_check_reads_a_list_held_twice_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted, not timed: each string the check meets is read once it is met; a chain doubled 20 times
+    # holds its one string through a million paths, and the check meets it fewer times than it walks
+    # members unmarked (every path walked: 1,048,576 times).
+    met: list[str] = []
+    reading = jsonio._string_problem
+    monkeypatch.setattr(jsonio, "_string_problem", lambda text: met.append(text) or reading(text))
+    chain: list[Any] = ["leaf"]
+    for _ in range(20):
+        chain = [chain, chain]
+
+    assert json_problem({"chain": chain}) is None
+    assert 0 < len(met) < WALKED_UNMARKED
 
 
 def test_a_cycle_made_inside_shared_state_is_refused_by_the_copy_that_meets_it() -> None:
