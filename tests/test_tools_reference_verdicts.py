@@ -96,6 +96,8 @@ def test_through_sse_the_reference_is_asked_where_it_refused_the_events_folded_d
     assert reference.judge(variant, ours, over_http).status == "DIFF"  # (no way to ask)
     assert reference.judge(variant, ours, over_http, refold).status == "KNOWN"
     assert asked == [hostile.dump_lines([*events, *SECOND_RUN])]
+    # (the reference, asked, taking the whole stream: no refusal for the fields to follow from)
+    assert reference.judge(variant, ours, over_http, lambda prefix: theirs | {"ok": True}).status == "DIFF"
 
 
 def test_a_variant_that_goes_on_after_our_refusal_is_compared_with_the_reference_up_to_it(tmp_path: Path) -> None:
