@@ -286,6 +286,29 @@ def test_two_hidden_changes_around_a_connections_first_read_and_write_run_nothin
     assert query(path, "SELECT count(*) FROM seen") == [(0,)]
 
 
+def test_a_hidden_change_after_a_moved_cookie_is_judged_by_a_connection_that_loaded_the_schema_before(
+        tmp_path: Path) -> None:
+    # A connection holds the schema it loaded at one cookie; the cookie moves (a table of the operator's),
+    # another connection judges the new schema and finds it ours, then a trigger is written in hidden from
+    # the cookie. The first connection, writing next, loads the file's schema again (its cookie is not the
+    # file's): judged by the cookie it loaded under, not by the one the store last saw, it refuses.
+    path = tmp_path / "threads.db"
+    trigger = "CREATE TRIGGER spy AFTER UPDATE ON agui_threads BEGIN INSERT INTO seen VALUES (NEW.claim); END"
+    with SqliteStore(path) as store:
+        store.save("t", small(1), expected_version=None)  # (the first connection, pooled)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("CREATE TABLE seen (claim TEXT)")  # (the cookie moves; beside the store's tables)
+        with store._connection():  # (holds the first: the claim takes a second, which judges the new cookie)
+            assert store.claim("t", expected_version=1, owner="a") == 2
+            _hide(path, "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)"
+                        f" VALUES ('trigger', 'spy', 'agui_threads', 0, '{trigger}')")
+        with pytest.raises(StoreError) as refused:  # (the first again: the last given back)
+            store.release("t", claimed_version=2, owner="a")
+
+    assert refused.value.code == "STORE-SCHEMA" and "spy" in str(refused.value), str(refused.value)
+    assert query(path, "SELECT count(*) FROM seen") == [(0,)]
+
+
 def _as_the_previous_release_migrated_layout_1(path: Path) -> None:
     """A layout-1 file as the layout-2 release left it: its head table rebuilt and renamed (SQLite then
     quotes the name in the statement it keeps), no record_id column yet."""
