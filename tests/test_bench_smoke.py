@@ -302,3 +302,16 @@ def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: 
     rows = _by_function("1,234 (12.3%)  /a/b/Python/ceval.c:_PyEval_EvalFrameDefault [/x/lib.so]\n"
                         "  10  /a/Objects/dictobject.c:dict_get\n  5  /b/Objects/dictobject.c:dict_get\n")
     assert rows == {"ceval.c:_PyEval_EvalFrameDefault [lib.so]": 1234, "dictobject.c:dict_get": 15}
+
+
+def test_the_loop_stall_benchmark_reports_every_phase() -> None:
+    # (python -m bench.loopstall: each phase's longest gap between ticks and longest step; no timing asserted)
+    proc = subprocess.run([sys.executable, "-m", "bench.loopstall", "--forms", "5", "--reps", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    header, *rows = proc.stdout.strip().splitlines()
+    assert header == "round 1, 5 forms (ms)"
+    assert [row.split("  gap")[0].strip() for row in rows] == [
+        "the run bringing the forms", "open_interrupts", "resume_builder()", "answers", "run_until_done(resume=...)"]
+    for row in rows:
+        assert "loop cpu" in row and "step" in row, row
