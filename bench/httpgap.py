@@ -9,12 +9,18 @@ For each gen.py kind (base size, and 4x with ``--growth``), in one process, the 
   the run protocol hands it to the store, but nothing encodes or copies it);
 * ``httpx alone``: ``httpx.Client.stream`` reading the same response and doing nothing with it;
 * ``dump`` and ``encode``: the first ``ThreadState.dump()`` of the replayed thread, and the JSON
-  encoding of it (what a ``MemoryStore`` save costs on a new thread's first run).
+  encoding of it (what a ``MemoryStore`` save costs on a new thread's first run);
+* ``budget``: the run's memory budget (``max_run_memory``) charging the response's reads, 64 KiB each
+  (a count of the body's structural characters, which replay does not pay).
+
+A last row, ``(fixed)``, is a run of 24 events (a chat of one short message): what every HTTP run
+costs beyond its events (the request, the response's setup and end, the claim and the save), beside
+httpx alone making the same request.
 
 Times are this process's CPU time (``time.process_time``; the server is another process), median of
 ``--reps`` interleaved repetitions. ``http / replay`` is replay's time over http's (the issue's
 "HTTP path against replay" ratio); the last column is what is left of http's time when replay, httpx,
-the dump and the encoding are taken away (the run protocol: request, claim, save bookkeeping).
+the dump, the encoding and the budget are taken away (the run protocol: request, claim, save bookkeeping).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ if str(HERE.parent) not in sys.path:
 import httpx  # noqa: E402
 
 from agui_client import AgentClient, replay  # noqa: E402
+from agui_client.core.budget import MemoryBudget  # noqa: E402
 from agui_client.stores import MemoryStore, StoredThread  # noqa: E402
 from agui_client.wire.records import dump_record  # noqa: E402
 from bench import gen  # noqa: E402
@@ -85,7 +92,8 @@ def measure(stream: Any, reps: int) -> dict[str, float]:
         timed: dict[str, Callable[[], object]] = {
             "replay": lambda: replay(stream.sse), "http": http, "http, no store": no_store,
             "httpx alone": httpx_alone}
-        samples: dict[str, list[float]] = {name: [] for name in (*timed, "dump", "encode")}
+        samples: dict[str, list[float]] = {name: [] for name in (*timed, "dump", "encode", "budget")}
+        reads = [stream.sse[at:at + READ] for at in range(0, len(stream.sse), READ)]
         for run in timed.values():
             run()  # (warm-up)
         for _ in range(reps):
@@ -102,7 +110,19 @@ def measure(stream: Any, reps: int) -> dict[str, float]:
             started = time.process_time()
             dump_record(data)
             samples["encode"].append(time.process_time() - started)
+            budget = MemoryBudget(1 << 62)
+            started = time.process_time()
+            for chunk in reads:
+                budget.read(chunk, 0)
+            samples["budget"].append(time.process_time() - started)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+#: The read size the ``budget`` measure charges the response in (what one read of the body brings at most).
+READ = 64 * 1024
+
+#: The base scale of the chat stream the ``(fixed)`` row measures: 24 events.
+FIXED_SCALE = 0.0001
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,21 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help="smoke run: every base scale 0.01, one repetition")
     a = ap.parse_args(argv)
     reps = 1 if a.tiny else a.reps
-    names = ("replay", "http", "http, no store", "httpx alone", "dump", "encode")
+    names = ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "budget")
     print(f"{'kind':<9} {'size':<6} {'events':>7} " + " ".join(f"{n:>15}" for n in names)
           + f" {'http / replay':>14} {'rest':>8}")
     with tempfile.TemporaryDirectory(prefix="agui-httpgap-") as tmp, ProcessStreamServer() as server:
-        for kind in a.kinds.split(","):
-            base = TINY_SCALE if a.tiny else BASE_SCALE[kind]
-            sizes = [("base", base)] + ([(f"{a.growth:g}x", base * a.growth)] if a.growth else [])
-            for size, scale in sizes:
-                stream = make_stream(kind, size, round(scale, 6), a.seed, Path(tmp))
-                stream.url = server.add(f"{kind}-{size}", stream.sse)
-                got = measure(stream, reps)
-                rest = got["http"] - got["replay"] - got["httpx alone"] - got["dump"] - got["encode"]
-                print(f"{kind:<9} {size:<6} {stream.events:>7} "
-                      + " ".join(f"{got[n] * 1e3:>12.2f} ms" for n in names)
-                      + f" {got['replay'] / got['http']:>13.2f}x {rest * 1e3:>5.2f} ms", flush=True)
+        rows = [(kind, size, scale) for kind in a.kinds.split(",")
+                for size, scale in [("base", TINY_SCALE if a.tiny else BASE_SCALE[kind])]
+                + ([(f"{a.growth:g}x", (TINY_SCALE if a.tiny else BASE_SCALE[kind]) * a.growth)] if a.growth else [])]
+        # (the fixed cost is small against the noise of one timing: many repetitions, each cheap)
+        rows.append(("(fixed)", "chat", FIXED_SCALE))
+        for kind, size, scale in rows:
+            fixed = kind == "(fixed)"
+            stream = make_stream(size if fixed else kind, "base" if fixed else size, round(scale, 6), a.seed, Path(tmp))
+            stream.url = server.add(f"{kind}-{size}", stream.sse)
+            got = measure(stream, reps * 20 if fixed else reps)
+            rest = got["http"] - got["replay"] - got["httpx alone"] - got["dump"] - got["encode"] - got["budget"]
+            print(f"{kind:<9} {size:<6} {stream.events:>7} "
+                  + " ".join(f"{got[n] * 1e3:>12.2f} ms" for n in names)
+                  + f" {got['replay'] / got['http']:>13.2f}x {rest * 1e3:>5.2f} ms", flush=True)
     return 0
 
 

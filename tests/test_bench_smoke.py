@@ -180,11 +180,12 @@ def test_the_http_gap_breakdown_reports_every_kind_and_measure() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     header, *rows = proc.stdout.strip().splitlines()
-    for name in ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "http / replay"):
+    for name in ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "budget", "http / replay"):
         assert name in header
-    assert [row.split()[0] for row in rows] == list(KINDS)
+    # (each kind, then the fixed per-run cost, measured on a run of a few events)
+    assert [row.split()[0] for row in rows] == [*KINDS, "(fixed)"]
     for row in rows:
-        assert row.count(" ms") == 7 and row.split()[-3].endswith("x"), row
+        assert row.count(" ms") == 8 and row.split()[-3].endswith("x"), row
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
@@ -305,3 +306,16 @@ def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: 
     out = tmp_path / "callgrind.out"
     out.write_text("version: 1\nevents: Ir D1mr Bcm\nsummary: 9 9 9\nfl=(1) a.c\n0 1 2 3\ntotals: 40 3 7\n")
     assert _totals(out) == {"Ir": 40, "D1mr": 3, "Bcm": 7}
+
+
+def test_the_loop_stall_benchmark_reports_every_phase() -> None:
+    # (python -m bench.loopstall: each phase's longest gap between ticks and longest step; no timing asserted)
+    proc = subprocess.run([sys.executable, "-m", "bench.loopstall", "--forms", "5", "--reps", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    header, *rows = proc.stdout.strip().splitlines()
+    assert header == "round 1, 5 forms (ms)"
+    assert [row.split("  gap")[0].strip() for row in rows] == [
+        "the run bringing the forms", "open_interrupts", "resume_builder()", "answers", "run_until_done(resume=...)"]
+    for row in rows:
+        assert "loop cpu" in row and "step" in row, row

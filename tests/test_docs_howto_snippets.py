@@ -7,7 +7,7 @@ against a ScriptedAgent on 127.0.0.1 with those names bound, and shows what the 
 
 Left out, with why: docs/opentelemetry.md (it needs an OTLP exporter package and sets the process's
 global tracer provider), docs/probe.md (it imports the reader's own agent), docs/stores.md (run
-against PostgreSQL in tests/stores/test_store_contract.py), docs/codes.md (tests/test_codes.py).
+against PostgreSQL in tests/stores/test_store_postgres.py), docs/codes.md (tests/test_codes.py).
 """
 
 from __future__ import annotations

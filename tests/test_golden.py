@@ -308,7 +308,7 @@ def fold_like_oracle(stream: Path | bytes, seed: dict[str, Any]) -> dict[str, An
     except ProtocolError as exc:
         assert exc.result is not None
         result = exc.result
-        out = {"ok": False, "error": str(exc)}
+        out = {"ok": False, "error": str(exc), "errorIndex": exc.index}
     out.update({
         "newMessageIds": list(result.new_message_ids),
         "messages": encode(thread.messages),

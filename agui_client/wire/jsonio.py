@@ -32,9 +32,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._inert import QUOTED_CHARS, quoted
-from ..errors import AguiWarning, DecodeError, LimitExceeded, UnencodableValue
+from ..errors import AguiWarning, DecodeError, LimitExceeded
 from .depth import nests_deeper, opening_brackets
-from .values import ORJSON, cycle_at, shown_key
+from .values import CONTAINS_ITSELF, ORJSON, WALKED_UNMARKED, costly_refused, shown_key, written_past
 from .writeback import SLICED_DEPTH, WRITE_WHOLE, dense, write_sliced
 
 # (bound here as well: the parsers read it on every call, and a test sets it to None to take the
@@ -752,17 +752,16 @@ def stdlib_text(value: Any, *, ensure_ascii: bool) -> str:
     """``value`` written compact by the standard library's encoder, refusing ``NaN`` and a cycle.
 
     Written with its check for cycles, which names none: the cycle it refuses is found again
-    (:func:`~agui_client.wire.values.cycle_at`) and refused as an :class:`UnencodableValue` naming
-    where.
+    (:func:`~agui_client.wire.values.costly_refused`) and refused as an :class:`UnencodableValue`
+    naming where.
     """
     try:
         return json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        pointer = cycle_at(value)  # (on the way to an error only: its message names no place)
-        if pointer is None:
+        refused = costly_refused(value)  # (on the way to an error only: its message names no place)
+        if refused is None:
             raise
-        raise UnencodableValue(f"the value holds itself at {pointer or '/'}: JSON cannot hold a cycle",
-                               pointer=pointer, reason="the value contains itself") from None
+        raise refused from None
 
 
 _LONE_HALF = re.compile("[\ud800-\udfff]")
@@ -815,8 +814,13 @@ def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str
     # Iterative, so a deep value cannot exhaust the stack; containers on the current path are
     # tracked so a cycle is reported instead of walked forever. The path is kept as segments and a
     # pointer joined only for the value reported: building each value's pointer as the walk goes
-    # would cost the square of the depth (a 100,000-deep list took half a minute).
+    # would cost the square of the depth (a 100,000-deep list took half a minute). A container held
+    # twice is walked twice: past WALKED_UNMARKED members, the containers walked whole are marked and
+    # not walked again, and what is held twice is judged once (written_past): a list doubled 40 times
+    # was walked a trillion members long.
     on_path: set[int] = set()
+    left = WALKED_UNMARKED
+    walked: set[int] | None = None  # the containers walked whole since the count ran out
     path: list[str] = []  # the escaped segments of the container being walked (the root has none)
     stack: list[tuple[Any, str | None, bool]] = [(value, None, False)]
 
@@ -827,6 +831,8 @@ def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str
         item, segment, leaving = stack.pop()
         if leaving:
             on_path.discard(id(item))
+            if walked is not None:
+                walked.add(id(item))
             if segment is not None:
                 path.pop()
             continue
@@ -844,7 +850,16 @@ def json_problem(value: Any, *, lone_surrogates: bool = False) -> tuple[str, str
         if not isinstance(item, (dict, list, tuple)):
             return at(segment), f"a value of type {type(item).__name__} is not JSON"
         if id(item) in on_path:
-            return at(segment), "the value contains itself"
+            return at(segment), CONTAINS_ITSELF
+        if walked is None:
+            left -= len(item)
+            if left < 0:
+                found = written_past(value)
+                if found is not None:
+                    return found
+                walked = set()
+        elif id(item) in walked:
+            continue  # (walked whole already, and found JSON)
         if isinstance(item, dict):
             for key in item:
                 if not isinstance(key, str):

@@ -1,15 +1,15 @@
 """The store tests' own fixtures. Their servers, ``redis_url`` and ``postgres_dsn``, are the whole
 suite's session fixtures (``tests/conftest.py``, started by ``tests/serverkit.py``).
 
-``backend`` (each store kind in turn, a test's own fresh store) and ``raw_redis`` are defined with the
-contract suite they were written for and offered here to every store test, rather than restated in
-each file that runs its cases against every kind."""
+``backend`` (each store kind in turn, a test's own fresh store), ``durable_backend``, ``store``,
+``pg_table`` and ``raw_redis`` are defined in ``backendkit.py`` and offered here to every store test,
+rather than restated in each file that runs its cases against every kind."""
 
 from __future__ import annotations
 
 import pytest
+from backendkit import backend, durable_backend, pg_table, raw_redis, store  # noqa: F401 (offered to every store test: see above)
 from serverkit import free_port
-from test_store_contract import backend, raw_redis  # noqa: F401 (offered to every store test: see above)
 
 __all__: list[str] = []
 

@@ -12,7 +12,7 @@ record as it is.
 from __future__ import annotations
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
     small,
 )

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
-    _backend,
+    open_backend,
     raw_redis,  # noqa: F401 (the fixture the Redis backends use)
     small,
 )
@@ -40,7 +40,7 @@ NEVER = Compaction(min_bytes=1 << 40, ratio=1e9, max_changes=1 << 30)
 
 @pytest.fixture(params=INCREMENTAL_KINDS)
 def inc(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    yield from _backend(request.param, request, tmp_path)
+    yield from open_backend(request.param, request, tmp_path)
 
 
 def _store(backend: Backend, compaction: Compaction = NEVER) -> IncrementalStore:

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 import redis
-from storekit import BareStore
-from test_store_contract import (
+from backendkit import (
     Backend,
-    _older_table,
-    _pg,
+    older_table,
+    pg,
     pg_table,  # noqa: F401 (a fixture)
     small,
 )
+from storekit import BareStore
 
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import (
@@ -322,20 +322,20 @@ def test_postgres_table_of_an_earlier_layout_or_without_the_index_lists_its_thre
     if layout == 3:
         with PostgresStore(postgres_dsn, table=pg_table) as store:
             create(store, "b", "a")
-        _pg(postgres_dsn, f"DROP INDEX {pg_table}_ids")  # (a layout-3 table the release before made)
+        pg(postgres_dsn, f"DROP INDEX {pg_table}_ids")  # (a layout-3 table the release before made)
     else:
-        _older_table(postgres_dsn, pg_table, layout)
+        older_table(postgres_dsn, pg_table, layout)
         extra = ", 2, 0, 0" if layout == 2 else ""
         columns = ", data_version, changes, change_bytes" if layout == 2 else ""
-        _pg(postgres_dsn, f"INSERT INTO {pg_table} (thread_id, version, data, claim, format{columns}) VALUES "
+        pg(postgres_dsn, f"INSERT INTO {pg_table} (thread_id, version, data, claim, format{columns}) VALUES "
                           f"('b', 2, '{{}}', NULL, 1{extra}), ('a', 3, '{{}}', 'replica-b', 2{extra})")
-    assert _pg(postgres_dsn, "SELECT to_regclass(%s)", f"{pg_table}_ids") == [(None,)]
+    assert pg(postgres_dsn, "SELECT to_regclass(%s)", f"{pg_table}_ids") == [(None,)]
 
     with PostgresStore(postgres_dsn, table=pg_table) as store:
         assert store.thread_ids() == ["a", "b"]
         assert store.thread_ids(after="a") == ["b"]
 
-    assert _pg(postgres_dsn, "SELECT to_regclass(%s)::text", f"{pg_table}_ids") == [(f"{pg_table}_ids",)]
+    assert pg(postgres_dsn, "SELECT to_regclass(%s)::text", f"{pg_table}_ids") == [(f"{pg_table}_ids",)]
 
 
 def test_postgres_role_that_may_not_create_the_index_opens_the_table_and_lists_without_it(
@@ -347,18 +347,18 @@ def test_postgres_role_that_may_not_create_the_index_opens_the_table_and_lists_w
     role = f"agui_user_{uuid.uuid4().hex[:12]}"
     with PostgresStore(postgres_dsn, table=pg_table) as owner:
         create(owner, *AWKWARD)
-    _pg(postgres_dsn, f"DROP INDEX {pg_table}_ids")
-    _pg(postgres_dsn, f"CREATE ROLE {role} LOGIN")
+    pg(postgres_dsn, f"DROP INDEX {pg_table}_ids")
+    pg(postgres_dsn, f"CREATE ROLE {role} LOGIN")
     try:
-        _pg(postgres_dsn, f"GRANT SELECT, INSERT, UPDATE, DELETE ON {pg_table}, {pg_table}_changes TO {role}")
+        pg(postgres_dsn, f"GRANT SELECT, INSERT, UPDATE, DELETE ON {pg_table}, {pg_table}_changes TO {role}")
         dsn = make_conninfo(**{**conninfo_to_dict(postgres_dsn), "user": role})
         with caplog.at_level("DEBUG", logger="agui_client.stores"), PostgresStore(dsn, table=pg_table) as store:
             store.save("new", small(1), expected_version=None)
             listed = everything(store, limit=4)
-        missing = _pg(postgres_dsn, "SELECT to_regclass(%s)", f"{pg_table}_ids")
+        missing = pg(postgres_dsn, "SELECT to_regclass(%s)", f"{pg_table}_ids")
     finally:
-        _pg(postgres_dsn, f"DROP OWNED BY {role}")
-        _pg(postgres_dsn, f"DROP ROLE {role}")
+        pg(postgres_dsn, f"DROP OWNED BY {role}")
+        pg(postgres_dsn, f"DROP ROLE {role}")
 
     assert listed == sorted([*AWKWARD, "new"])
     assert missing == [(None,)]
@@ -369,13 +369,13 @@ def test_postgres_lists_in_code_point_order_in_a_database_of_another_collation(p
                                                                                pg_table: str) -> None:  # noqa: F811
     # The thread id column in a collation that sorts "a" before "B" (as en_US does): the listing
     # still answers code point order (the "C" collation of its index).
-    found = _pg(postgres_dsn, "SELECT collname FROM pg_collation WHERE collname IN ('und-x-icu', 'en_US', 'en_US.utf8')"
+    found = pg(postgres_dsn, "SELECT collname FROM pg_collation WHERE collname IN ('und-x-icu', 'en_US', 'en_US.utf8')"
                 " ORDER BY collname")
     if not found:  # (no such collation in this build: the column's own "C" order is checked elsewhere)
         found = [("C",)]
     collation = found[0][0]
-    _older_table(postgres_dsn, pg_table, 2)
-    _pg(postgres_dsn, f'ALTER TABLE {pg_table} ALTER COLUMN thread_id TYPE TEXT COLLATE "{collation}"')
+    older_table(postgres_dsn, pg_table, 2)
+    pg(postgres_dsn, f'ALTER TABLE {pg_table} ALTER COLUMN thread_id TYPE TEXT COLLATE "{collation}"')
 
     with PostgresStore(postgres_dsn, table=pg_table) as store:
         create(store, *AWKWARD)

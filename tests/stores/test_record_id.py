@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
     small,
 )

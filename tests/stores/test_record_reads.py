@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
     small,
 )

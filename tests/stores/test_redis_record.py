@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import redis
-from test_store_contract import small
+from backendkit import small
 
 from agui_client.errors import ConcurrentResume, StoreError
 from agui_client.stores import STORE_FORMAT_VERSION, Compaction, RedisStore, apply_changes

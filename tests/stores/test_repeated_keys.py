@@ -10,7 +10,7 @@ that one as if it had always been the record's. The stores share one record read
 from __future__ import annotations
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
     small,
 )

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backendkit import small
 from test_incremental_record import run_change
-from test_store_contract import small
 
 from agui_client.core.fold import ThreadState
 from agui_client.errors import ConcurrentResume, StoreError

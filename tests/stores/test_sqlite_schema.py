@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backendkit import small
 from test_sqlite_layout import make_layout_1, make_layout_2, query
-from test_store_contract import small
 
 from agui_client._inert import quoted_name
 from agui_client.errors import AguiWarning, StoreError

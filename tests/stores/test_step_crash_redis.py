@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import redis
 import step_crash_writer_redis
+from backendkit import small
 from step_crash_writer_redis import change
-from test_store_contract import small
 from zygote import Zygote
 
 from agui_client.stores import Compaction, RedisStore, apply_changes

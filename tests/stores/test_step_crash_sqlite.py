@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backendkit import small
 from step_crash_writer_sqlite import policy
 from test_incremental_record import run_change
-from test_store_contract import small
 from zygote import Zygote
 
 from agui_client.stores import SqliteStore, apply_changes

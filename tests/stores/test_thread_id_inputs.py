@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_store_contract import (
+from backendkit import (
     Backend,
     small,
 )

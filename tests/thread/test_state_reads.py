@@ -3,7 +3,7 @@
 Each read is a copy of the reader's own: what one caller changes in it reaches no other read, nor the
 thread's state, nor what the thread sends or saves. A read copies the whole state, so a backend showing
 the state as a run streams reads it after the events that change it: 2,000 text deltas beside 1.3 MB of
-state cost two copies, not 2,000. Both shells (``drive``), against a ``ScriptedAgent`` on 127.0.0.1.
+state cost two walks of it, not 2,000. Both shells (``drive``), against a ``ScriptedAgent`` on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ def _streams_text_beside_state() -> ScriptedAgent:
 def test_following_the_state_by_the_events_that_change_it_copies_it_once_a_change(
         drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = served(_streams_text_beside_state())
-    copies: list[int] = []
-    # (either copy: after a delta an event handed out brought, the state is copied as not known to be plain)
-    for name in ("copy_json", "deep_copy"):
+    copies: list[str] = []
+    # (any whole walk of the state: its bytes made, or a copy made without them; the delta an event
+    # handed out brought keeps the state plain, so it is not copied as a value built elsewhere)
+    for name in ("frozen_json", "copy_json", "deep_copy"):
         real = getattr(document, name)
-        monkeypatch.setattr(document, name, lambda value, real=real: copies.append(1) or real(value))
+        monkeypatch.setattr(document, name, lambda value, real=real, name=name: copies.append(name) or real(value))
     store = MemoryStore()
     with drive.client(endpoint.url, store=store) as client:
         thread = client.thread()
@@ -48,8 +49,8 @@ def test_following_the_state_by_the_events_that_change_it_copies_it_once_a_chang
                 seen += 1
                 if event.TYPE in ("STATE_SNAPSHOT", "STATE_DELTA"):
                     reads.append(thread.state.state)
-        # the snapshot, then the delta at the end: two changes of the state, two copies for 2,000+ events
-        assert seen > DELTAS and len(copies) == 2
+        # the snapshot, then the delta at the end: two changes of the state, two walks for 2,000+ events
+        assert seen > DELTAS and copies == ["frozen_json", "frozen_json"]
         assert reads == [STATE, {**STATE, "done": True}] and reads[0] is not reads[1]
         # what the caller changes stays its own: the thread sends and saves its own state
         reads[-1]["rows"].clear()
@@ -84,3 +85,29 @@ def test_what_one_caller_changes_in_a_read_of_the_state_no_other_read_sees(drive
 
     assert mine == {"rows": [1, 2, "mine"]} and during == [{"rows": [1, 2]}] and during[0] is not mine
     assert second == {"rows": [1, 2]} and second is not first and first == {"rows": []}
+
+
+def test_reads_between_two_changes_are_made_from_one_kept_form_each_a_tree_of_its_own(
+        drive: Any, served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read after every event, the state is walked once a change (its bytes made), and each read is built
+    # from those bytes: every dict and list new, so what one read changes, at any depth, no other read sees.
+    endpoint = served(_streams_text_beside_state())
+    walks: list[int] = []
+    real = document.frozen_json
+    monkeypatch.setattr(document, "frozen_json", lambda value: walks.append(1) or real(value))
+    with drive.client(endpoint.url) as client:
+        thread = client.thread()
+        reads: list[Any] = []
+        with thread.stream("go") as events:
+            walks.clear()  # (the request's own copy of the state, made before it was sent)
+            for event in events:
+                if event.TYPE == "TEXT_MESSAGE_CONTENT" and len(reads) < 50:
+                    reads.append(thread.state.state)
+        assert len(walks) == 1 and len(reads) == 50
+        reads[0]["rows"][0]["text"] = "changed"
+        reads[1]["rows"].clear()
+        reads[2]["more"] = True
+        assert all(read == STATE for read in reads[3:])
+        rows = [read["rows"] for read in reads] + [row for read in reads for row in read["rows"][:3]]
+        assert len({id(container) for container in rows}) == len(rows)
+        assert thread.state.state == {**STATE, "done": True} and len(walks) == 2

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -188,7 +189,7 @@ def _folded(prefix: list[Event], seed_input: dict[str, Any] | None) -> tuple[lis
 
     messages = decode((seed_input or {}).get("messages", []), tuple[Message, ...])
     thread = ThreadState(messages=messages, state=(seed_input or {}).get("state", {}))
-    text = "\n".join(e if isinstance(e, str) else json.dumps(e) for e in prefix)
+    text = "\n".join(e if isinstance(e, str) else dump_event(e, ensure_ascii=True) for e in prefix)
     try:
         replay(text.encode("utf-8", "surrogatepass"), state=thread, format="jsonl")
     except ProtocolError:
@@ -710,27 +711,71 @@ def variants(events: list[Event], seed_input: dict[str, Any] | None, seed: int, 
     return out
 
 
+@dataclass(frozen=True)
+class NumberText:
+    """A JSON number a double cannot hold (``1e999``), kept as the stream wrote it.
+
+    ``json`` reads such a number as infinity and writes it back as ``Infinity``, which is not JSON: a
+    variant of a stream holding one tested a payload that is not JSON (golden ``payload-not-json``)
+    instead of the number (golden ``*-number-overflows-double``). Mutations leave it alone (it is no
+    ``float``); the writers here write its text back.
+    """
+
+    text: str
+
+
+def _number(text: str) -> float | NumberText:
+    value = float(text)
+    return value if math.isfinite(value) else NumberText(text)
+
+
+# What a NumberText is written as first, then replaced by its text (a string no stream holds: it
+# starts and ends with NUL, and names this module's purpose).
+_MARK = "\x00hostile number text\x00"
+_MARK_JSON = json.dumps(_MARK)
+
+
+def dump_event(event: Any, ensure_ascii: bool = False) -> str:
+    """The JSON text of a wire mapping, each ``NumberText`` in it written as its own text."""
+    kept: list[str] = []
+
+    def keep(value: Any) -> str:
+        if isinstance(value, NumberText):
+            kept.append(value.text)
+            return _MARK
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    text = json.dumps(event, ensure_ascii=ensure_ascii, default=keep)
+    if not kept:
+        return text
+    parts = text.split(_MARK_JSON)
+    if len(parts) != len(kept) + 1:
+        raise ValueError("a string in the event is the number marker itself")
+    return "".join(part + number for part, number in zip(parts, [*kept, ""], strict=True))
+
+
 def parse_lines(text: str) -> list[Event]:
-    """The events of a JSONL text; a line that is not JSON is kept as its text."""
+    """The events of a JSONL text; a line that is not JSON is kept as its text, and a number a double
+    cannot hold as a ``NumberText``."""
     out: list[Event] = []
     for line in text.split("\n"):  # (not splitlines(): U+2028 and friends are text inside a JSON string)
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(json.loads(line, parse_float=_number))
         except ValueError:
             out.append(line)
     return out
 
 
 def dump_lines(events: list[Event]) -> str:
-    """JSONL text of ``events`` (a kept non-JSON line as it was)."""
+    """JSONL text of ``events`` (a kept non-JSON line as it was, a ``NumberText`` as its text)."""
     lines = []
     for e in events:
         if isinstance(e, str):
             lines.append(e)
         else:
-            line = json.dumps(e, ensure_ascii=False)
+            line = dump_event(e)
             # (a lone surrogate cannot be written as UTF-8: such a line keeps its escapes)
-            lines.append(json.dumps(e) if any("\ud800" <= ch <= "\udfff" for ch in line) else line)
+            lines.append(dump_event(e, ensure_ascii=True) if any("\ud800" <= ch <= "\udfff" for ch in line) else line)
     return "\n".join(lines) + "\n"

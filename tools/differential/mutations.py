@@ -324,9 +324,9 @@ EVENT_OPS: dict[str, Callable[[random.Random, Case, list[Event]], None]] = {
 def dump(event: Event) -> str:
     if isinstance(event, str):
         return event
-    text = json.dumps(event, ensure_ascii=False)
+    text = hostile.dump_event(event)
     if any("\ud800" <= ch <= "\udfff" for ch in text):
-        text = json.dumps(event)
+        text = hostile.dump_event(event, ensure_ascii=True)
     return _DEEP.sub(_deep, text)
 
 

@@ -240,8 +240,14 @@ def run_ours(stream: Stream) -> dict[str, Any]:
     return result
 
 
-def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Verdict:
-    """Compare the two folds as ``tests/test_golden.py`` does; ``DIFFERENCES`` applies by stream name."""
+def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any],
+          refold: Callable[[Stream], dict[str, Any]] | None = None) -> Verdict:
+    """Compare the two folds as ``tests/test_golden.py`` does; ``DIFFERENCES`` applies by stream name.
+
+    ``refold`` folds a stream with the reference (``run_reference``); without it, the fields that follow
+    from a documented verdict are accepted only where the reference refused a JSONL stream (see
+    ``_after_the_verdict``).
+    """
     g = golden()
     found = g.mismatches(ours, reference)
     allowed, why = g.DIFFERENCES.get(stream.name, (frozenset(), ""))
@@ -299,6 +305,13 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
         inherited = True
     unexpected = set(found) - allowed
     if unexpected:
+        follows, because = _after_the_verdict(stream, ours, reference, unexpected, refold)
+        if follows:
+            allowed = allowed | follows
+            why = "; ".join(part for part in (why, because) if part)
+            inherited = True
+            unexpected -= follows
+    if unexpected:
         return Verdict(stream, "DIFF", {k: found[k] for k in sorted(unexpected)}, ours, reference)
     stale = allowed - set(found)
     if stale and not inherited:
@@ -306,6 +319,100 @@ def judge(stream: Stream, ours: dict[str, Any], reference: dict[str, Any]) -> Ve
     if found:
         return Verdict(stream, "KNOWN", found, ours, reference, why)
     return Verdict(stream, "SAME", {}, ours, reference)
+
+
+def _documented_verdict(stream: Stream) -> str | None:
+    """The golden stream whose documented difference is the verdict (``ok``) that ``stream`` is judged by:
+    the stream itself, the golden stream a variant came from, or the one a generated shape was made to meet."""
+    documented = golden().DIFFERENCES
+    derived_from = stream.name.split(DERIVED, 1)[0]
+    for name in (stream.name, derived_from, _made_to_meet(stream.name)):
+        if name in documented:
+            return name if "ok" in documented[name][0] else None
+    return None
+
+
+def _payload_lines(stream: Stream) -> list[str] | None:
+    """The JSON text of each event of ``stream``, as written; ``None`` for an SSE stream whose events are
+    not one ``data:`` line each (only a variant's framing is known to be)."""
+    try:
+        text = stream.path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    if stream.path.suffix != ".sse":
+        return [line for line in text.split("\n") if line.strip()]  # (as the reference's JSONL reader counts)
+    if DERIVED not in stream.name:
+        return None
+    return [line[len("data:"):].strip() for line in text.splitlines() if line.startswith("data:")]
+
+
+def _prefix(stream: Stream, lines: list[str], folder: Path) -> Stream:
+    """The JSONL stream of ``lines`` (a prefix of ``stream``'s events) with ``stream``'s starting thread."""
+    path = folder / f"{stream.name}.prefix.jsonl"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8", errors="surrogateescape")
+    return Stream(stream.name, path, stream.input, stream.label)
+
+
+def _refused_at(fold: dict[str, Any]) -> int | None:
+    """The index of the event the reference refused (a line that is not JSON, or the event it was applying)."""
+    parse_error = fold.get("parseError")
+    index = parse_error.get("index") if isinstance(parse_error, dict) else fold.get("lastEventIndex")
+    return index if isinstance(index, int) else None
+
+
+def _after_the_verdict(stream: Stream, ours: dict[str, Any], reference: dict[str, Any], unexpected: set[str],
+                       refold: Callable[[Stream], dict[str, Any]] | None) -> tuple[frozenset[str], str]:
+    """Which ``unexpected`` fields follow from a documented verdict, and why.
+
+    A golden stream whose documented difference is the verdict (``usage-object``: we apply the run, the
+    reference refuses it) is refused by one client at one event; a variant of it (a run split off after
+    it, an event moved behind it) carries on past that event in the other client, and every field the
+    later events change differs too. Those fields follow from the verdict, and only those: the client
+    that went on is folded again up to the event the other refused (ours on the stream's first events;
+    the reference through ``refold``), and a field that still differs there is a difference of its own.
+    Only for the documented direction (the side the golden file has refusing refuses).
+    """
+    documented = _documented_verdict(stream)
+    if documented is None or bool(ours.get("ok")) == bool(reference.get("ok")):
+        return frozenset(), ""
+    expected = json.loads((ROOT / "tests" / "golden" / "streams" / f"{documented}.expected.json").read_text())
+    if bool(reference.get("ok")) != bool(expected.get("ok")):
+        return frozenset(), ""
+    lines = _payload_lines(stream)
+    if lines is None:
+        return frozenset(), ""
+    g = golden()
+    with tempfile.TemporaryDirectory(prefix="agui-verdict-") as scratch:
+        if not reference.get("ok"):
+            refused = reference
+            if stream.path.suffix == ".sse":
+                # (the HTTP path keeps nothing of a refused stream, B071: its events folded directly say
+                # where the reference refused and what it held there)
+                if refold is None:
+                    return frozenset(), ""
+                refused = refold(_prefix(stream, lines, Path(scratch)))
+                if refused.get("ok"):
+                    return frozenset(), ""
+            at = _refused_at(refused)
+            if at is None:
+                return frozenset(), ""
+            seed = json.loads(stream.input.read_text(encoding="utf-8")) if stream.input is not None else {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cut = g.fold_like_oracle(_prefix(stream, lines[:at], Path(scratch)).path, seed)
+            remaining = g.mismatches(cut, refused)
+            side = "the reference"
+        else:
+            at = ours.get("errorIndex")
+            if refold is None or not isinstance(at, int):
+                return frozenset(), ""
+            remaining = g.mismatches(ours, refold(_prefix(stream, lines[:at], Path(scratch))))
+            side = "ours"
+    follows = frozenset(field for field in unexpected if field not in remaining and field != "ok")
+    if not follows:
+        return frozenset(), ""
+    return follows, (f"{', '.join(sorted(follows))} after {side} refused event {at}, as {documented} "
+                     f"(both folds agree up to it)")
 
 
 # A kind of resume problem (ResumeRefused.problems) -> the golden resume case showing that we refuse it and the
@@ -365,7 +472,7 @@ def compare(oracle: Any, stream: Stream) -> Verdict:
         ours = run_ours(stream)
     except Exception as exc:  # noqa: BLE001 - a crash of our client is the finding itself
         return Verdict(stream, "CRASH", reference=reference, detail=f"{type(exc).__name__}: {exc}"[:500])
-    return judge(stream, ours, reference)
+    return judge(stream, ours, reference, lambda prefix: run_reference(oracle, prefix))
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:

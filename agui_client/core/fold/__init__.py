@@ -162,9 +162,10 @@ class ThreadState:
         """The shared state: a copy of the reader's own, made at each read.
 
         Changing it changes neither the thread's state, nor what the thread sends or saves, nor what any
-        other read hands out; to change the thread's, :meth:`set_state`. Each read copies the whole
-        state: to follow it as a run streams, read it after the events that change it (``STATE_SNAPSHOT``,
-        ``STATE_DELTA``), not after every event."""
+        other read hands out; to change the thread's, :meth:`set_state`. Each read builds every dict and
+        list of the state anew (from bytes kept until the state next changes, at C speed): to follow it
+        as a run streams, read it after the events that change it (``STATE_SNAPSHOT``, ``STATE_DELTA``),
+        not after every event."""
         return self.document.view
 
     @property
@@ -513,8 +514,14 @@ class ThreadState:
         """An independent copy (through the dump form; the legacy bridge in force, too).
 
         The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
-        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's."""
-        copied = ThreadState.load(foreign_copy(self.dump(share_state=True)))
+        changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's.
+        The state is copied once, by the new thread (it comes marked as checked when it is plain JSON;
+        it was copied with the rest, then walked and copied again)."""
+        data = self.dump(share_state=True)
+        state = data.pop("state")
+        data = foreign_copy(data)
+        data["state"] = state
+        copied = ThreadState.load(data)
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 

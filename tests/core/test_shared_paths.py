@@ -1,0 +1,77 @@
+"""Values holding a container through many paths, and cycles inside state no walk judged.
+
+A chain of lists each holding the one before twice (``b = [a, a]``, ``c = [b, b]`` …) is a few dozen
+lists in memory and, written out as JSON must (once a path), a trillion members: every encoder wrote it
+until memory ran out, and the JSON checks walked it so. Past the members a walk reads unmarked, what is
+held twice is judged once: written past ``WRITTEN_MEMBERS`` it is refused, typed and named. A cycle
+the caller makes inside the state ``dump(share_state=True)`` shares is refused by the copy that meets it.
+Counts, typed errors and pointers are asserted, never times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agui_client import ThreadState
+from agui_client.core.plan import refuse_unencodable
+from agui_client.errors import UnencodableValue
+from agui_client.wire.jsonio import json_problem
+from agui_client.wire.values import WRITTEN_MEMBERS, plain_json, tree_copy, written_past
+
+
+def _doubled(times: int) -> list[Any]:
+    chain: list[Any] = [0]
+    for _ in range(times):
+        chain = [chain, chain]
+    return chain
+
+
+def _written(chain: list[Any]) -> int:
+    return 1 if chain == [0] else 2 + 2 * _written(chain[0])
+
+
+def test_a_list_doubled_forty_times_is_refused_where_its_writing_passes_the_limit() -> None:
+    chain = _doubled(40)
+    found = written_past({"chain": chain})
+    assert found is not None
+    pointer, reason = found
+    depth = pointer.count("/0")
+    node = chain
+    for _ in range(depth):
+        node = node[0]
+    # the deepest container past the limit: its halves are each within it
+    assert _written(node) > WRITTEN_MEMBERS >= _written(node[0]) and f"{_written(node):,}" in reason
+    assert not plain_json({"chain": chain})
+    assert json_problem({"chain": chain}) == found
+    with pytest.raises(UnencodableValue) as refused:
+        ThreadState(state={"chain": chain})
+    assert refused.value.field == "state" and refused.value.pointer == pointer
+    with pytest.raises(UnencodableValue) as sent:
+        refuse_unencodable("forwardedProps", {"chain": chain}, "the forwarded props")
+    assert sent.value.field == "forwardedProps" and sent.value.pointer == pointer
+    with pytest.raises(UnencodableValue) as copied:
+        tree_copy({"chain": chain})
+    assert copied.value.pointer == pointer
+
+
+def test_a_list_held_twice_within_the_limit_is_json_and_the_check_walks_it_once() -> None:
+    chain = _doubled(19)  # (written: a million members, past the count a walk reads unmarked)
+    state = {"chain": chain, "after": float("nan")}
+    assert written_past(state) is None and plain_json({"chain": chain})
+    # the first problem in document order is still found, after the chain (walked once past the count)
+    assert json_problem(state) == ("/after", "nan is not a JSON number")
+    copied = tree_copy({"chain": chain})
+    assert copied["chain"][0] is not copied["chain"][1] and copied["chain"] == chain
+
+
+def test_a_cycle_made_inside_shared_state_is_refused_by_the_copy_that_meets_it() -> None:
+    thread = ThreadState(state={"rows": [{"n": n} for n in range(10)]})
+    record = thread.dump(share_state=True)
+    rows = record["state"]["rows"]  # (the thread's own: the caller was told never to change it)
+    rows[3]["again"] = rows
+    with pytest.raises(UnencodableValue) as refused:
+        ThreadState.load(record)
+    assert refused.value.field == "state" and refused.value.pointer == "/rows/3/again"
+    assert refused.value.reason == "the value contains itself"
