@@ -30,7 +30,8 @@ def _messages() -> list[dict[str, Any]]:
         out.append({"id": f"a{n}", "role": "assistant", "content": f"answer {n}", "metadata": {"model": "m"},
                     "toolCalls": [{"id": f"c{n}", "type": "function",
                                    "function": {"name": "plan", "arguments": "{}"}, "metadata": {"cost": [n]}}]})
-        out.append({"id": f"t{n}", "role": "tool", "toolCallId": f"c{n}", "content": "done"})
+        out.append({"id": f"t{n}", "role": "tool", "toolCallId": f"c{n}", "content": "done",
+                    "metadata": {"ms": [n]}})  # (its metadata its only dict)
     out.append({"id": "p1", "role": "activity", "activityType": "plan", "content": {"steps": ["one"]},
                 "metadata": {"source": ["agent"]}})
     return out
