@@ -285,13 +285,17 @@ def written_past(value: Any, limit: int = WRITTEN_MEMBERS) -> tuple[str, str] | 
         return None
     keys: list[Any] = []
     node = value
+    # (the containers the pointer passes through: inside a cycle, a container's count includes the ones
+    # it is inside of, and a descent following the counts alone went round the cycle without end)
+    passed = {id(value)}
     while True:
-        inner = next(((key, item) for key, item in _members(node)
-                      if isinstance(item, _CONTAINERS) and written[id(item)] > limit), None)
+        inner = next(((key, item) for key, item in _members(node) if isinstance(item, _CONTAINERS)
+                      and id(item) not in passed and written[id(item)] > limit), None)
         if inner is None:
             break
         keys.append(inner[0])
         node = inner[1]
+        passed.add(id(node))
     pointer = "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
     return pointer, (f"written out it holds {written[id(node)]:,} members, more than {limit:,}: a container "
                      "in it is held through that many paths, and JSON writes it once for each")

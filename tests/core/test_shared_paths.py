@@ -75,3 +75,28 @@ def test_a_cycle_made_inside_shared_state_is_refused_by_the_copy_that_meets_it()
         ThreadState.load(record)
     assert refused.value.field == "state" and refused.value.pointer == "/rows/3/again"
     assert refused.value.reason == "the value contains itself"
+
+
+def test_a_cycle_beside_a_list_written_past_the_limit_is_named_without_going_round_it() -> None:
+    # B holds A, which holds B (a cycle) before a chain written past the limit: B's count includes A's and
+    # A's includes B's, so a pointer that followed the counts alone went round B and A without end
+    # (set_state, a request's check: json_problem meets the limit before the cycle behind 300,000 members)
+    chain = _doubled(24)
+    inner: list[Any] = []
+    outer = [inner, chain]
+    inner.append(outer)
+    value = [list(range(300_000)), inner]
+    found = written_past(value)
+    assert found is not None and found[0].startswith("/1/0/1/0")
+    assert json_problem(value) == found
+    with pytest.raises(UnencodableValue) as refused:
+        ThreadState(state={"value": value})
+    assert refused.value.field == "state" and refused.value.pointer is not None
+    assert refused.value.pointer.startswith("/value/1/0/")
+    small = _doubled(4)
+    inner[:] = []
+    outer[1] = small
+    inner.append(outer)
+    assert written_past([inner], limit=10) == ("/0/0/1/0", "written out it holds 22 members, more than 10: a "
+                                               "container in it is held through that many paths, and JSON "
+                                               "writes it once for each")
