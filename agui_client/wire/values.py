@@ -396,8 +396,8 @@ def frozen_json(value: Any) -> bytes | None:
     :class:`PlainDict`). A tuple would come back a tuple: the caller hands lists.
 
     The bytes are ``marshal``'s, made and read in this process only (never stored or sent: the format
-    is the interpreter's own). A copy made from them builds each container at C speed and shares the
-    strings and numbers, which nobody can change: the cheapest copy of its own a reader can be handed.
+    is the interpreter's own). A copy made from them builds each container at C speed, and each string and number
+    anew, as a parser does: the cheapest copy of its own a reader can be handed.
     Measured (CPU time, best of 20) on a MB of rows of small objects: 7.0 ms, where orjson's copy
     (write, then parse) took 11.8 and parsing the text alone 11.3; 1.3 MB of long strings 0.13 against
     0.47. Writing the bytes costs more than orjson's writing (3.7 ms against 1.2), paid once a change.

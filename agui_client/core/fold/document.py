@@ -138,11 +138,12 @@ class StateDocument:
         One copy handed to every read until the state next changed made what one caller changed in it
         (a view that trims the rows it draws) what every other caller read (a handler deciding on them).
         What a caller changes reaches no other read, nor the thread's state, nor what it sends or saves.
-        Every dict and list of a read is new; the strings and numbers, which nobody can change, are
-        shared. The first read after a change keeps the state as bytes, and each read until the next
-        change is made from them (:func:`~agui_client.wire.values.thawed_json`, at C speed): a quarter
-        fewer instructions a read than orjson's copy (1.2 MB of rows). Each read still builds every
-        container: reading after the events that change it, not after every event, costs least.
+        Every dict and list of a read is new, and so is every string and number (``marshal`` makes its
+        own, as a parser does: a read holds the state's text again). The first read after a change keeps
+        the state as bytes, and each read until the next change is made from them
+        (:func:`~agui_client.wire.values.thawed_json`, at C speed): a quarter fewer instructions a read
+        than orjson's copy (1.2 MB of rows). Each read still builds every container: reading after the
+        events that change it, not after every event, costs least.
         """
         return self.copy()
 
