@@ -111,8 +111,10 @@ class StateDocument:
         # state the thread validated or parsed itself, false after an event object built elsewhere.
         self.plain = True
         # The document as bytes each copy is made from (frozen_json), made at the first copy after a
-        # change; None: not made since the document last changed; False: the document cannot be kept so.
-        self._frozen: bytes | bool | None = None
+        # change, with the count of changes it was made at (``changes``): kept bytes of another count are
+        # of a state since changed. None: not made since the document last changed; bytes None: the
+        # document cannot be kept so.
+        self._frozen: tuple[int, bytes | None] | None = None
         self.in_sync = True
         self.changes = 0
         #: What the ``copy`` operations of a run's patches (state and activities) may still cost in all.
@@ -152,11 +154,15 @@ class StateDocument:
         it is plain JSON, else level by level (``deep_copy``: a value built elsewhere is copied as it is)."""
         if not self.plain:
             return deep_copy(self.value)
+        # (the count is read before the bytes are made, and kept with them: a read in another OS thread
+        # that made them as a change landed would otherwise keep the state before it for every later read,
+        # the change having let go of the bytes before they were kept)
         frozen = self._frozen
-        if frozen is None:
-            made = frozen_json(self.value)
-            frozen = self._frozen = False if made is None else made
-        return thawed_json(frozen) if type(frozen) is bytes else copy_json(self.value)
+        changes = self.changes
+        if frozen is None or frozen[0] != changes:
+            frozen = self._frozen = (changes, frozen_json(self.value))
+        kept = frozen[1]
+        return thawed_json(kept) if kept is not None else copy_json(self.value)
 
     def changed(self) -> None:
         """The document changed (counted: ``ThreadState.version``; the bytes copies are made from let go)."""
