@@ -370,7 +370,7 @@ def tree_copy(value: Any) -> Any:
     root = _shallow(value, kind)
     level = [root]
     left = WALKED_UNMARKED  # (containers, counted a level at a time: nothing more per container)
-    while level:
+    while level and left >= 0:
         below: list[Any] = []
         push = below.append
         for target in level:
@@ -380,13 +380,37 @@ def tree_copy(value: Any) -> Any:
                     target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
                     push(copied)
         level = below
-        if left >= 0:
-            left -= len(level)
-            if left < 0:  # (the count just ran out: judged once a copy)
-                refused = costly_refused(value)
-                if refused is not None:
-                    raise refused
+        left -= len(level)
+    if level:
+        _copied_marked(value, level)
     return root
+
+
+def _copied_marked(value: Any, level: list[Any]) -> None:
+    """:func:`tree_copy`'s levels past its count: each container copied is marked (``id`` of the one it
+    copies), and the first met again has the value judged once (:func:`costly_refused`). Judging the
+    whole value as the count ran out walked it twice more, a cycle and the paths counted, whatever it
+    held: 150,000 rows copied in 0.37 s took 1.3-1.5."""
+    seen: set[int] = set()
+    judged = False
+    while level:
+        below: list[Any] = []
+        push = below.append
+        for target in level:
+            for key, item in (target.items() if type(target) is dict else enumerate(target)):
+                kind = type(item)
+                if kind in _COPIED:
+                    if not judged:
+                        if id(item) in seen:
+                            refused = costly_refused(value)
+                            if refused is not None:
+                                raise refused
+                            judged = True  # (held twice within the limit: copied once a path, as JSON writes it)
+                        else:
+                            seen.add(id(item))
+                    target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
+                    push(copied)
+        level = below
 
 
 def frozen_json(value: Any) -> bytes | None:

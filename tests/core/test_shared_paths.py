@@ -119,3 +119,23 @@ def test_a_check_past_the_count_judges_what_is_held_twice_only_once_it_meets_som
     assert asked == []
     found = json_problem([list(range(300_000)), chain, float("nan")])
     assert found is not None and found[0].startswith("/1/0") and len(asked) == 1
+
+
+def test_a_copy_past_the_count_judges_what_is_held_twice_only_once_it_meets_some(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree_copy judged the whole value as soon as its count of containers ran out: two more walks (a
+    # cycle, the paths counted) of a value holding nothing twice, three times the copy's own time.
+    from agui_client.wire import values
+
+    asked: list[Any] = []
+    real = values.costly_refused
+    monkeypatch.setattr(values, "costly_refused", lambda value: asked.append(1) or real(value))
+    # (the count runs out at the rows' tags, 280,002 containers in; what is below them is copied marked)
+    rows = {"rows": [{"n": n, "tags": [n, {"deep": [n]}]} for n in range(140_000)]}
+    copied = tree_copy(rows)
+    assert copied == rows and copied["rows"][5]["tags"] is not rows["rows"][5]["tags"] and asked == []
+    shared = [1, 2]
+    held = {"rows": [{"n": n, "tags": [n, {"deep": shared}]} for n in range(140_000)]}
+    again = tree_copy(held)
+    assert again == held and len(asked) == 1  # (judged once, at the first met again: within the limit)
+    assert again["rows"][0]["tags"][1]["deep"] is not again["rows"][1]["tags"][1]["deep"]
