@@ -359,7 +359,8 @@ def tree_copy(value: Any) -> Any:
 
     A value held unchecked (``dump(share_state=True)`` shares the thread's state, which its caller may
     change) can hold itself, or a list through so many paths that its copy never ends: past
-    :data:`WALKED_UNMARKED` containers copied, the value is judged once (:func:`costly_refused`).
+    :data:`WALKED_UNMARKED` containers copied, each copied is marked, and at the first met again the
+    value is judged once (:func:`costly_refused`).
 
     Raises:
         UnencodableValue: ``value`` holds itself, or is :func:`written_past` the limit (``.pointer``).
