@@ -282,7 +282,7 @@ def test_the_schema_benchmark_measures_every_hostile_shape_and_the_forms(tmp_pat
 def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: Path) -> None:
     # ``python -m bench.fixedload``: the waves it measures are folded whole (each run's events counted),
     # and ``--calls`` profiles those waves alone (the warm-up's are not in the file).
-    from bench.fixedload import _by_function
+    from bench.fixedload import _by_function, _totals
     from bench.loadserver import chat_events
 
     per_run = len(chat_events(0.001))
@@ -302,3 +302,20 @@ def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: 
     rows = _by_function("1,234 (12.3%)  /a/b/Python/ceval.c:_PyEval_EvalFrameDefault [/x/lib.so]\n"
                         "  10  /a/Objects/dictobject.c:dict_get\n  5  /b/Objects/dictobject.c:dict_get\n")
     assert rows == {"ceval.c:_PyEval_EvalFrameDefault [lib.so]": 1234, "dictobject.c:dict_get": 15}
+    # a callgrind file's totals by event, as ``--cache`` reads them (``totals:`` over ``summary:``)
+    out = tmp_path / "callgrind.out"
+    out.write_text("version: 1\nevents: Ir D1mr Bcm\nsummary: 9 9 9\nfl=(1) a.c\n0 1 2 3\ntotals: 40 3 7\n")
+    assert _totals(out) == {"Ir": 40, "D1mr": 3, "Bcm": 7}
+
+
+def test_the_loop_stall_benchmark_reports_every_phase() -> None:
+    # (python -m bench.loopstall: each phase's longest gap between ticks and longest step; no timing asserted)
+    proc = subprocess.run([sys.executable, "-m", "bench.loopstall", "--forms", "5", "--reps", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    header, *rows = proc.stdout.strip().splitlines()
+    assert header == "round 1, 5 forms (ms)"
+    assert [row.split("  gap")[0].strip() for row in rows] == [
+        "the run bringing the forms", "open_interrupts", "resume_builder()", "answers", "run_until_done(resume=...)"]
+    for row in rows:
+        assert "loop cpu" in row and "step" in row, row

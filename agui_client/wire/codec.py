@@ -68,6 +68,7 @@ __all__ = [
     "encode_messages",
     "checked_usage",
     "constructor",
+    "replacer",
     "front",
     "held_messages",
     "camel",
@@ -557,6 +558,12 @@ _held = _derived.validator(tuple[HeldMessage, ...])
 def constructor(cls: type) -> Callable[..., Any]:
     """A constructor equivalent to ``cls(**kwargs)`` for a wire class (filling its slots directly)."""
     return _derived.constructor(cls)
+
+
+def replacer(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+    """``replace(obj, *values)``, equivalent to ``attrs.evolve(obj, **dict(zip(names, values)))`` for a
+    wire class (filling its slots directly; kept per class and names)."""
+    return _derived.replacer(cls, names)
 
 
 def front(cls: type, route: Callable[..., Any],

@@ -137,9 +137,10 @@ class Derived:
         self._unions: dict[Callable[[Any], Any], tuple[dict[str, Callable[[Any], Any]], str]] = {}
         self._inline = _InlineLists(self)
         writers = Writers(policy)
-        #: ``encoder(cls)`` and ``constructor(cls)``: see :class:`Writers`.
+        #: ``encoder(cls)``, ``constructor(cls)`` and ``replacer(cls, names)``: see :class:`Writers`.
         self.encoder = writers.encoder
         self.constructor = writers.constructor
+        self.replacer = writers.replacer
 
     # -- readers and validators ----------------------------------------------------------------
 

@@ -8,17 +8,16 @@ may arrive as their plain JSON (``Roster.wire``): they are held as such, typed w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-import attrs
 
 from ..._inert import quoted_name
 from ...errors import StreamWarning
+from ...wire import codec
 from ...wire.sink import warn
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
-from ...wire.values import describe
+from ...wire.values import describe, frozen_json, thawed_json
 from ..patch import PatchFailed, apply_patch
 from ..roster import Roster
 from .document import StateDocument, foreign_copy
@@ -38,33 +37,79 @@ def detached(messages: Sequence[msg.Message]) -> Sequence[msg.Message]:
 
     For a snapshot event handed out (or built elsewhere): whoever holds the event keeps its messages'
     dicts, and changing them changes nothing the thread holds, sends or saves, as a state or activity
-    snapshot's document is copied. A message's strings and frozen parts need no copy.
+    snapshot's document is copied. A message's strings and frozen parts need no copy, nor does a
+    message, part or tool call without a dict: the copies share them.
+
+    The dicts of all the messages are gathered in one flat list and copied together, in one pass at C
+    speed (``marshal``'s bytes, made and read here: every container new, the values exactly as they
+    were, a tuple a tuple), and each message holding one is built again with its copies through its
+    slots. When ``marshal`` cannot write them all (a subclass, a ``datetime``, nesting past some 2,000
+    levels), each is copied as any JSON an event brought (``foreign_copy``). A snapshot of 100,000
+    messages with metadata: one copy instead of 100,000, and a message built at a quarter of
+    ``attrs.evolve``'s cost.
     """
-    out: list[msg.Message] | None = None
+    positions: list[int] = []  # the messages holding a dict
+    shapes: list[int] = []  # which of them each holds (_CONTENT, _PARTS, _CALLS: the metadata always)
+    gathered: list[Any] = []  # their dicts, in the order _rebuilt takes them back
+    add = gathered.append
     for position, message in enumerate(messages):
-        copied = _detached(message)
-        if copied is not message:
-            if out is None:
-                out = list(messages)
-            out[position] = copied
-    return messages if out is None else out
+        shape = 0
+        content: Any = getattr(message, "content", None)
+        kind = type(content)
+        if kind is dict:  # (an activity's)
+            shape = _CONTENT
+        elif kind is tuple and any(part.metadata is not None for part in content):
+            shape = _PARTS
+        calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
+        if calls and any(call.metadata is not None for call in calls):
+            shape |= _CALLS
+        if shape or message.metadata is not None:
+            positions.append(position)
+            shapes.append(shape)
+            add(message.metadata)
+            if shape & _CONTENT:
+                add(content)
+            elif shape & _PARTS:
+                gathered += [part.metadata for part in content]
+            if shape & _CALLS:
+                gathered += [call.metadata for call in calls]  # type: ignore[union-attr]
+    if not positions:
+        return messages
+    frozen = frozen_json(gathered)
+    copies = thawed_json(frozen) if frozen is not None else [foreign_copy(value) for value in gathered]
+    take = iter(copies).__next__
+    out = list(messages)
+    for position, shape in zip(positions, shapes, strict=True):
+        out[position] = _rebuilt(out[position], shape, take)
+    return out
 
 
-def _detached(message: msg.Message) -> msg.Message:
-    changes: dict[str, Any] = {}
-    if message.metadata is not None:
-        changes["metadata"] = foreign_copy(message.metadata)
-    content = getattr(message, "content", None)
-    if type(content) is dict:
-        changes["content"] = foreign_copy(content)
-    elif type(content) is tuple and any(part.metadata is not None for part in content):
-        changes["content"] = tuple(part if part.metadata is None else
-                                   attrs.evolve(part, metadata=foreign_copy(part.metadata)) for part in content)
-    calls: tuple[msg.ToolCall, ...] | None = getattr(message, "tool_calls", None)
-    if calls and any(call.metadata is not None for call in calls):
-        changes["tool_calls"] = tuple(call if call.metadata is None else
-                                      attrs.evolve(call, metadata=foreign_copy(call.metadata)) for call in calls)
-    return attrs.evolve(message, **changes) if changes else message
+def _rebuilt(message: msg.Message, shape: int, take: Callable[[], Any]) -> msg.Message:
+    # ``message`` again, its dicts replaced by their copies, taken in the order ``detached`` gathered
+    # them (its metadata, then its content or each part's metadata, then each tool call's metadata);
+    # its other fields, and any part or call without metadata, shared.
+    names: tuple[str, ...] = _METADATA
+    values = [take()]
+    if shape & _CONTENT:
+        names += ("content",)
+        values.append(take())
+    elif shape & _PARTS:
+        parts: tuple[Any, ...] = message.content  # type: ignore[assignment]
+        names += ("content",)
+        values.append(tuple([part if copied is None else _replacer(type(part), _METADATA)(part, copied)
+                             for part, copied in zip(parts, [take() for _ in parts], strict=True)]))
+    if shape & _CALLS:
+        calls: tuple[msg.ToolCall, ...] = message.tool_calls  # type: ignore[assignment,union-attr]
+        names += ("tool_calls",)
+        values.append(tuple([call if copied is None else _replacer(type(call), _METADATA)(call, copied)
+                             for call, copied in zip(calls, [take() for _ in calls], strict=True)]))
+    made: msg.Message = _replacer(type(message), names)(message, *values)
+    return made
+
+
+_CONTENT, _PARTS, _CALLS = 1, 2, 4
+_METADATA: tuple[str, ...] = ("metadata",)
+_replacer = codec.replacer
 
 
 class Snapshots:
