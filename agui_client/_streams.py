@@ -388,16 +388,24 @@ class _Reader:
     def close(self) -> None:
         """End the stream's events here, as closing the generator this used to be did: the run is left.
 
+        Holding the token as the stream's block is left, it is handed the run's settling as a reader inside
+        a step is, and settles the run here (what it raises is raised).
+
         Raises:
             StreamMisused: another OS thread is inside a step of the stream (``STREAM-SHARED``).
         """
-        token = self._stream._token
+        stream = self._stream
+        token = stream._token
         try:
             token.pop()
         except IndexError:
-            raise _shared(self._stream) from None
-        self._stream._step = self._stream._rest = None
+            raise _shared(stream) from None
+        stream._step = stream._rest = None
         token.append(True)
+        # (the mark looked at after the token was given back, as a reader does: the block's leaving side,
+        # looking while this held it, handed the settling here, and nobody else would make it)
+        if stream._left:
+            _settled_here(stream)
 
 
 def _after_result(stream: _Stream, result: Any) -> list[ev.Event | ev.UnknownEvent] | None:

@@ -329,6 +329,13 @@ def test_a_mutation_that_meets_a_documented_difference_names_the_golden_streams_
     halves = [{"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"q": "\ud83d-0'}]
     assert hostile_golden.documented(["numbers-args"], halves) == {"numbers-args": ("tool-call-args-surrogate-lone",)}
     assert hostile_golden.documented(["numbers-args"], [dict(halves[0], delta='{"q": 1-0')]) == {}
+    # Unusual unicode in place of a delta that held a character's second half leaves its first alone (twenty-sixth
+    # round: tool-call-restarted-surrogate-split-across-later-end~m20261284.0, the delta '\ude00"}' made '𝔘𝔫𝔦').
+    parted = _source("tool-call-restarted-surrogate-split-across-later-end")[0]
+    parted[8] = dict(parted[8], delta="𝔘𝔫𝔦")
+    assert hostile_golden.documented(["unicode-delta"], parted) == {"unicode-delta": hostile_golden.DOCUMENTED[
+        "unicode-delta"]} and "tool-call-args-surrogate-lone" in hostile_golden.DOCUMENTED["unicode-delta"]
+    assert hostile_golden.documented(["unicode-delta"], [dict(halves[0], delta='{"q": "𝔘𝔫𝔦')]) == {}
     assert hostile_golden.documented(["activity-over-text-replace-True", "rename-activity-as-text",
                                       "split-run-x"]) == {}
     # An interrupt outcome written on a RUN_FINISHED that lands with a step open (golden interrupt-outcome-step-open);
@@ -368,6 +375,27 @@ def test_a_variant_carrying_such_a_mutation_may_differ_in_that_golden_streams_fi
     variant.path.unlink()
     assert reference.judge(variant, ours, theirs).status == "DIFF"
     assert reference.mutations(variant) == ["numbers-args", "empty-id-text"]
+
+
+def test_a_delta_whose_character_unicode_parted_may_differ_as_a_lone_half_does(tmp_path: Path) -> None:
+    # Twenty-sixth round: the delta holding a character's second half made '𝔘𝔫𝔦' (unicode-delta) leaves its first
+    # half alone in the call's arguments: ours U+FFFD, the reference the half (golden tool-call-args-surrogate-lone).
+    events = _source("tool-call-restarted-surrogate-split-across-later-end")[0]
+    events[8] = dict(events[8], delta="𝔘𝔫𝔦")
+
+    def call(arguments: str) -> list[Any]:
+        return [{"id": "m1", "role": "assistant", "toolCalls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}]
+
+    ours, theirs = _fold(call('{"a":"xy\ufffd𝔘𝔫𝔦')), _fold(call('{"a":"xy\ud83d𝔘𝔫𝔦'))
+    name = "tool-call-restarted-surrogate-split-across-later-end"
+    variant = _variant(tmp_path, f"{name}~m20261284.0", f"{name}: unicode-delta", events)
+    known = reference.judge(variant, ours, theirs)
+    assert known.status == "KNOWN" and known.detail.startswith("unicode-delta as ")
+    assert "tool-call-args-surrogate-lone" in known.detail
+    # Unusual unicode elsewhere (a name) is no such mutation.
+    other = _variant(tmp_path, f"{name}~m20261284.1", f"{name}: unicode-name", events)
+    assert reference.judge(other, ours, theirs).status == "DIFF"
 
 
 def test_a_corpus_read_back_keeps_the_mutations_its_variants_carry(tmp_path: Path) -> None:

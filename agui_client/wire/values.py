@@ -285,13 +285,17 @@ def written_past(value: Any, limit: int = WRITTEN_MEMBERS) -> tuple[str, str] | 
         return None
     keys: list[Any] = []
     node = value
+    # (the containers the pointer passes through: inside a cycle, a container's count includes the ones
+    # it is inside of, and a descent following the counts alone went round the cycle without end)
+    passed = {id(value)}
     while True:
-        inner = next(((key, item) for key, item in _members(node)
-                      if isinstance(item, _CONTAINERS) and written[id(item)] > limit), None)
+        inner = next(((key, item) for key, item in _members(node) if isinstance(item, _CONTAINERS)
+                      and id(item) not in passed and written[id(item)] > limit), None)
         if inner is None:
             break
         keys.append(inner[0])
         node = inner[1]
+        passed.add(id(node))
     pointer = "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
     return pointer, (f"written out it holds {written[id(node)]:,} members, more than {limit:,}: a container "
                      "in it is held through that many paths, and JSON writes it once for each")
@@ -355,7 +359,8 @@ def tree_copy(value: Any) -> Any:
 
     A value held unchecked (``dump(share_state=True)`` shares the thread's state, which its caller may
     change) can hold itself, or a list through so many paths that its copy never ends: past
-    :data:`WALKED_UNMARKED` containers copied, the value is judged once (:func:`costly_refused`).
+    :data:`WALKED_UNMARKED` containers copied, each copied is marked, and at the first met again the
+    value is judged once (:func:`costly_refused`).
 
     Raises:
         UnencodableValue: ``value`` holds itself, or is :func:`written_past` the limit (``.pointer``).
@@ -366,7 +371,7 @@ def tree_copy(value: Any) -> Any:
     root = _shallow(value, kind)
     level = [root]
     left = WALKED_UNMARKED  # (containers, counted a level at a time: nothing more per container)
-    while level:
+    while level and left >= 0:
         below: list[Any] = []
         push = below.append
         for target in level:
@@ -376,13 +381,37 @@ def tree_copy(value: Any) -> Any:
                     target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
                     push(copied)
         level = below
-        if left >= 0:
-            left -= len(level)
-            if left < 0:  # (the count just ran out: judged once a copy)
-                refused = costly_refused(value)
-                if refused is not None:
-                    raise refused
+        left -= len(level)
+    if level:
+        _copied_marked(value, level)
     return root
+
+
+def _copied_marked(value: Any, level: list[Any]) -> None:
+    """:func:`tree_copy`'s levels past its count: each container copied is marked (``id`` of the one it
+    copies), and the first met again has the value judged once (:func:`costly_refused`). Judging the
+    whole value as the count ran out walked it twice more, a cycle and the paths counted, whatever it
+    held: 150,000 rows copied in 0.37 s took 1.3-1.5."""
+    seen: set[int] = set()
+    judged = False
+    while level:
+        below: list[Any] = []
+        push = below.append
+        for target in level:
+            for key, item in (target.items() if type(target) is dict else enumerate(target)):
+                kind = type(item)
+                if kind in _COPIED:
+                    if not judged:
+                        if id(item) in seen:
+                            refused = costly_refused(value)
+                            if refused is not None:
+                                raise refused
+                            judged = True  # (held twice within the limit: copied once a path, as JSON writes it)
+                        else:
+                            seen.add(id(item))
+                    target[key] = copied = dict(item) if kind is dict or kind is PlainDict else list(item)
+                    push(copied)
+        level = below
 
 
 def frozen_json(value: Any) -> bytes | None:
@@ -392,8 +421,8 @@ def frozen_json(value: Any) -> bytes | None:
     :class:`PlainDict`). A tuple would come back a tuple: the caller hands lists.
 
     The bytes are ``marshal``'s, made and read in this process only (never stored or sent: the format
-    is the interpreter's own). A copy made from them builds each container at C speed and shares the
-    strings and numbers, which nobody can change: the cheapest copy of its own a reader can be handed.
+    is the interpreter's own). A copy made from them builds each container at C speed, and each string and number
+    anew, as a parser does: the cheapest copy of its own a reader can be handed.
     Measured (CPU time, best of 20) on a MB of rows of small objects: 7.0 ms, where orjson's copy
     (write, then parse) took 11.8 and parsing the text alone 11.3; 1.3 MB of long strings 0.13 against
     0.47. Writing the bytes costs more than orjson's writing (3.7 ms against 1.2), paid once a change.

@@ -103,3 +103,67 @@ def test_a_cycle_made_inside_shared_state_is_refused_by_the_copy_that_meets_it()
         ThreadState.load(record)
     assert refused.value.field == "state" and refused.value.pointer == "/rows/3/again"
     assert refused.value.reason == "the value contains itself"
+
+
+def test_a_cycle_beside_a_list_written_past_the_limit_is_named_without_going_round_it() -> None:
+    # B holds A, which holds B (a cycle) before a chain written past the limit: B's count includes A's and
+    # A's includes B's, so a pointer that followed the counts alone went round B and A without end
+    # (set_state, a request's check: json_problem asked it as its count ran out, behind 300,000 members)
+    chain = _doubled(24)
+    inner: list[Any] = []
+    outer = [inner, chain]
+    inner.append(outer)
+    value = [list(range(300_000)), inner]
+    found = written_past(value)
+    assert found is not None and found[0].startswith("/1/0/1/0")
+    # (the checks name the cycle, the first problem in document order)
+    assert json_problem(value) == ("/1/0/0", "the value contains itself")
+    with pytest.raises(UnencodableValue) as refused:
+        ThreadState(state={"value": value})
+    assert refused.value.field == "state" and refused.value.pointer == "/value/1/0/0"
+    small = _doubled(4)
+    inner[:] = []
+    outer[1] = small
+    inner.append(outer)
+    assert written_past([inner], limit=10) == ("/0/0/1/0", "written out it holds 22 members, more than 10: a "
+                                               "container in it is held through that many paths, and JSON "
+                                               "writes it once for each")
+
+
+def test_a_check_past_the_count_judges_what_is_held_twice_only_once_it_meets_some(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # json_problem asked written_past as soon as its count ran out: a value of 600,000 members holding
+    # nothing twice was walked a second time (half the check's time), and a problem after the count ran
+    # out lost to a list written past the limit later in the document.
+    from agui_client.wire import jsonio
+
+    asked: list[Any] = []
+    real = jsonio.written_past
+    monkeypatch.setattr(jsonio, "written_past", lambda value: asked.append(1) or real(value))
+    rows = {"rows": [{"id": n, "tags": ["a", "b"]} for n in range(100_000)]}
+    assert json_problem(rows) is None and asked == []
+    chain = _doubled(24)
+    assert json_problem([list(range(300_000)), float("nan"), chain]) == ("/1", "nan is not a JSON number")
+    assert asked == []
+    found = json_problem([list(range(300_000)), chain, float("nan")])
+    assert found is not None and found[0].startswith("/1/0") and len(asked) == 1
+
+
+def test_a_copy_past_the_count_judges_what_is_held_twice_only_once_it_meets_some(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree_copy judged the whole value as soon as its count of containers ran out: two more walks (a
+    # cycle, the paths counted) of a value holding nothing twice, three times the copy's own time.
+    from agui_client.wire import values
+
+    asked: list[Any] = []
+    real = values.costly_refused
+    monkeypatch.setattr(values, "costly_refused", lambda value: asked.append(1) or real(value))
+    # (the count runs out at the rows' tags, 280,002 containers in; what is below them is copied marked)
+    rows = {"rows": [{"n": n, "tags": [n, {"deep": [n]}]} for n in range(140_000)]}
+    copied = tree_copy(rows)
+    assert copied == rows and copied["rows"][5]["tags"] is not rows["rows"][5]["tags"] and asked == []
+    shared = [1, 2]
+    held = {"rows": [{"n": n, "tags": [n, {"deep": shared}]} for n in range(140_000)]}
+    again = tree_copy(held)
+    assert again == held and len(asked) == 1  # (judged once, at the first met again: within the limit)
+    assert again["rows"][0]["tags"][1]["deep"] is not again["rows"][1]["tags"][1]["deep"]

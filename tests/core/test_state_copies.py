@@ -8,6 +8,7 @@ a value the bytes cannot hold (a tuple, nesting deeper than they go) is copied a
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -98,3 +99,32 @@ def test_a_thread_copy_copies_the_state_once_and_holds_its_own(monkeypatch: pyte
     other.set_state({"rows": []})
     other_rows = other.state["rows"]
     assert len(thread.state["rows"]) == 100 and other_rows == []
+
+
+def test_a_read_racing_a_change_leaves_no_kept_form_of_the_state_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A read in another OS thread has made the bytes of the state as it was, and a delta lands before it
+    # keeps them: the reads after the change must be of the changed state, not of those bytes for good.
+    thread = ThreadState(state={"n": 0})
+    made, go = threading.Event(), threading.Event()
+    real = document.frozen_json
+
+    def held(value: Any) -> bytes | None:
+        frozen = real(value)
+        if threading.current_thread().name == "reader":
+            made.set()
+            assert go.wait(10.0)
+        return frozen
+
+    monkeypatch.setattr(document, "frozen_json", held)
+    out: list[Any] = []
+    reader = threading.Thread(target=lambda: out.append(thread.state), name="reader", daemon=True)
+    reader.start()
+    assert made.wait(10.0)
+    thread.apply(ev.StateDeltaEvent(delta=({"op": "replace", "path": "/n", "value": 1},)))
+    go.set()
+    reader.join(10.0)
+
+    assert out == [{"n": 0}]  # (the read made before the change: the state it began with)
+    assert thread.state == {"n": 1} and thread.state == {"n": 1}
+    thread.set_state({"n": 2})
+    assert thread.state == {"n": 2}

@@ -235,3 +235,25 @@ def test_a_step_that_raised_ends_the_events_and_a_later_read_takes_no_step() -> 
 
     assert deltas(events) == [] and deltas(stream) == []
     assert calls == [1] and stream._token == [True]  # (given back)
+
+
+def test_a_close_holding_the_token_as_the_block_was_left_settles_the_run() -> None:
+    # close() takes the token as a step does: the leaving side, looking while it is held, finds the token
+    # out and hands the settling over. The closer must take it, as a reader does, or nobody settles the
+    # run (its claim kept until it expires).
+    pump = Pump(reads=3)
+    stream = stream_of(pump)
+    token = stream._token = HeldToken()
+    events = iter(stream)
+    closer, out = in_thread(events.close)  # type: ignore[attr-defined]
+    assert token.took.wait(BOUND)
+
+    with pytest.raises(ag.StreamMisused) as left:
+        _streams.stream_left(stream, pump.settle)
+    assert left.value.code == "STREAM-SHARED"
+    token.go.set()
+    closer.join(BOUND)
+
+    assert out == [None] and pump.steps == 0
+    assert pump.settled == ["reader"] and token == [True]
+    assert deltas(stream) == []

@@ -55,6 +55,9 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "numbers-result": _RESULT_KEPT,
     # Text appended to an argument delta that ends with a character's first half parts it from its second.
     "numbers-args": ("tool-call-args-surrogate-lone",),
+    # Unusual unicode put in place of a delta, or before or after it, parts a character cut between that delta
+    # and its neighbour: the half left is alone.
+    "unicode-delta": ("text-surrogate-lone", "reasoning-surrogate-lone", "tool-call-args-surrogate-lone"),
     # An interrupt outcome written on a run's RUN_FINISHED may land while something of the run is open or after
     # its RUN_ERROR: both refuse that RUN_FINISHED, and we hold its interrupts open (the reference does not).
     "interrupt-outcome": ("runs-interrupt-after-success-result", *_REFUSED_INTERRUPTS),

@@ -111,8 +111,10 @@ class StateDocument:
         # state the thread validated or parsed itself, false after an event object built elsewhere.
         self.plain = True
         # The document as bytes each copy is made from (frozen_json), made at the first copy after a
-        # change; None: not made since the document last changed; False: the document cannot be kept so.
-        self._frozen: bytes | bool | None = None
+        # change, with the count of changes it was made at (``changes``): kept bytes of another count are
+        # of a state since changed. None: not made since the document last changed; bytes None: the
+        # document cannot be kept so.
+        self._frozen: tuple[int, bytes | None] | None = None
         self.in_sync = True
         self.changes = 0
         #: What the ``copy`` operations of a run's patches (state and activities) may still cost in all.
@@ -138,11 +140,12 @@ class StateDocument:
         One copy handed to every read until the state next changed made what one caller changed in it
         (a view that trims the rows it draws) what every other caller read (a handler deciding on them).
         What a caller changes reaches no other read, nor the thread's state, nor what it sends or saves.
-        Every dict and list of a read is new; the strings and numbers, which nobody can change, are
-        shared. The first read after a change keeps the state as bytes, and each read until the next
-        change is made from them (:func:`~agui_client.wire.values.thawed_json`, at C speed): a quarter
-        fewer instructions a read than orjson's copy (1.2 MB of rows). Each read still builds every
-        container: reading after the events that change it, not after every event, costs least.
+        Every dict and list of a read is new, and so is every string and number (``marshal`` makes its
+        own, as a parser does: a read holds the state's text again). The first read after a change keeps
+        the state as bytes, and each read until the next change is made from them
+        (:func:`~agui_client.wire.values.thawed_json`, at C speed): a quarter fewer instructions a read
+        than orjson's copy (1.2 MB of rows). Each read still builds every container: reading after the
+        events that change it, not after every event, costs least.
         """
         return self.copy()
 
@@ -151,11 +154,15 @@ class StateDocument:
         it is plain JSON, else level by level (``deep_copy``: a value built elsewhere is copied as it is)."""
         if not self.plain:
             return deep_copy(self.value)
+        # (the count is read before the bytes are made, and kept with them: a read in another OS thread
+        # that made them as a change landed would otherwise keep the state before it for every later read,
+        # the change having let go of the bytes before they were kept)
         frozen = self._frozen
-        if frozen is None:
-            made = frozen_json(self.value)
-            frozen = self._frozen = False if made is None else made
-        return thawed_json(frozen) if type(frozen) is bytes else copy_json(self.value)
+        changes = self.changes
+        if frozen is None or frozen[0] != changes:
+            frozen = self._frozen = (changes, frozen_json(self.value))
+        kept = frozen[1]
+        return thawed_json(kept) if kept is not None else copy_json(self.value)
 
     def changed(self) -> None:
         """The document changed (counted: ``ThreadState.version``; the bytes copies are made from let go)."""

@@ -46,7 +46,11 @@ def detached(messages: Sequence[msg.Message]) -> Sequence[msg.Message]:
     slots. When ``marshal`` cannot write them all (a subclass, a ``datetime``, nesting past some 2,000
     levels), each is copied as any JSON an event brought (``foreign_copy``). A snapshot of 100,000
     messages with metadata: one copy instead of 100,000, and a message built at a quarter of
-    ``attrs.evolve``'s cost.
+    ``attrs.evolve``'s cost. As ``copy.deepcopy`` of the messages would, the copies share among themselves
+    what the messages shared (a dict two messages of a snapshot built in Python both hold is one dict in
+    the thread too): nothing is shared between the caller's messages and the copies, which is what
+    keeps each side's changes its own, and ``marshal`` without its references would write a value held
+    through many paths out in full.
     """
     positions: list[int] = []  # the messages holding a dict
     shapes: list[int] = []  # which of them each holds (_CONTENT, _PARTS, _CALLS: the metadata always)
