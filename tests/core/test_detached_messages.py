@@ -142,6 +142,9 @@ def test_a_dict_two_messages_hold_and_a_dict_inside_itself_are_copied() -> None:
 
     shared["tags"].append("spoiled")
     assert [m.metadata for m in copies[:2]] == [{"tags": ["a"]}] * 2
+    # (as copy.deepcopy of the messages would: the copies share among themselves what the messages shared,
+    # and none of it with the caller's)
+    assert copies[0].metadata is copies[1].metadata is not shared
     held = copies[2].metadata
     assert held is not looped and held["self"] is held and held["n"] == 1
 
