@@ -39,16 +39,21 @@ ANSWER = (
 )
 
 
-def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: Callable[[Any], Any]) -> None:
-    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", ANSWER), Finish()]]))
-    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
+def _one_turn(url: str) -> tuple[int | None, str, str]:
+    """``agui chat URL`` on a pseudo-terminal, one turn ("hi") and ``/quit``: its exit status, what the
+    terminal received, and that as the text shown (``_text``)."""
+    with on_terminal([*CHAT, url]) as (child, screen):
         _say(child, "hi")
         _say(child, "/quit")
         child.expect(pexpect.EOF)
-    raw = screen.getvalue()
-    shown = _text(screen)
+    return child.exitstatus, screen.getvalue(), _text(screen)
 
-    assert child.exitstatus == 0 and "Traceback" not in shown
+
+def test_markdown_links_show_their_targets_and_html_is_shown_as_written(served: Callable[[Any], Any]) -> None:
+    endpoint = served(ScriptedAgent([[Start(), *text_message("m1", ANSWER), Finish()]]))
+    status, raw, shown = _one_turn(endpoint.url)
+
+    assert status == 0 and "Traceback" not in shown
     assert "\x1b]8;" not in raw  # no terminal hyperlink at all
     # the target beside the text, and the title
     assert 'https://trusted.example (https://evil.example/a "the title")' in shown
@@ -145,14 +150,10 @@ def test_a_table_shows_every_cell_however_wide_or_long_its_words(served: Callabl
         + "|".join(f"c{i}" for i in range(100)) + "|\n"
     answer = f"| name | value |\n|---|---|\n| note | {word} |\n\n{wide}"
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", answer), Finish()]]))
-    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
-        _say(child, "hi")
-        _say(child, "/quit")
-        child.expect(pexpect.EOF)
-    shown = _text(screen)
+    status, raw, shown = _one_turn(endpoint.url)
     joined = "".join(shown.split())
 
-    assert child.exitstatus == 0 and "Traceback" not in shown
+    assert status == 0 and "Traceback" not in shown
     assert "…" not in shown and word in joined  # (folded: every character, in order)
     assert "(a table of 100 columns, too many for the width: its rows as text)" in shown
     assert "|" + "|".join(f"h{i}" for i in range(100)) + "|" in joined
@@ -271,13 +272,9 @@ def test_a_bidi_control_in_a_links_target_is_shown_as_its_escape(served: Callabl
     # showed a bidi control otherwise than as its escape.
     endpoint = served(ScriptedAgent([[Start(), *text_message("m1", "[pay](https://shop.example/a\u202eb%5Cc)"),
                                       Finish()]]))
-    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
-        _say(child, "hi")
-        _say(child, "/quit")
-        child.expect(pexpect.EOF)
-    shown = _text(screen)
+    status, raw, shown = _one_turn(endpoint.url)
 
-    assert child.exitstatus == 0 and "\u202e" not in screen.getvalue()
+    assert status == 0 and "\u202e" not in raw
     # (the escape as the rest of the chat writes it; a %5C the agent wrote stays as written)
     assert "pay (https://shop.example/a\\u202eb%5Cc)" in shown
 
@@ -311,14 +308,9 @@ def test_ordinary_highlighted_code_keeps_its_colours_and_what_the_terminal_recei
               *(TextMessageContentEvent(message_id="m1", delta=block) for block in blocks),
               TextMessageEndEvent(message_id="m1"), Finish()]
     endpoint = served(ScriptedAgent([events]))
-    with on_terminal([*CHAT, endpoint.url]) as (child, screen):
-        _say(child, "hi")
-        _say(child, "/quit")
-        child.expect(pexpect.EOF)
-    raw = screen.getvalue()
-    shown = _text(screen)
+    status, raw, shown = _one_turn(endpoint.url)
 
-    assert child.exitstatus == 0 and all(f"def f{n}(x):" in shown for n in range(4))
+    assert status == 0 and all(f"def f{n}(x):" in shown for n in range(4))
     # Every block drawn as code (in colour, its fence not shown).
     assert "\x1b[38;5;" in raw[raw.rindex("f3"):]  # (256 colours on this terminal)
     assert "```python" not in shown

@@ -171,13 +171,11 @@ def test_a_recordings_redacted_request_keeps_a_lone_surrogate_the_thread_holds(
     assert len(RecordedAgent(tmp_path)) == 2
 
 
-def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_characters_as_escapes(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # The refusal names the resume entries, the recorded ones as the folder holds them (a recording may
-    # come from anyone): written with ensure_ascii=False, a payload's C1 CSI and bidi override went raw
-    # into the log line that says it, and into the answer's detail.
+def _refused_resume(tmp_path: Path, caplog: pytest.LogCaptureFixture, payload: Any) -> tuple[dict[str, Any], str, str]:
+    """A recorded exchange whose request resumes with ``payload``, answered by a run that sends none: the
+    recording, the recorded agent's mismatch and the log line that says it (the 409 asserted)."""
     recorded = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}],
-                "resume": [{"interruptId": "i1", "status": "resolved", "payload": HOSTILE}],
+                "resume": [{"interruptId": "i1", "status": "resolved", "payload": payload}],
                 "tools": [], "context": [], "forwardedProps": {}, "state": {}}
     (tmp_path / "01.request.json").write_text(json.dumps(recorded))
     (tmp_path / "01.sse").write_text("")
@@ -191,6 +189,15 @@ def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_chara
     assert caught.value.status_code == 409
     [problem] = agent.mismatches
     [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
+    return recorded, problem, said
+
+
+def test_recorded_agents_refusal_of_a_resume_writes_the_recordings_control_characters_as_escapes(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The refusal names the resume entries, the recorded ones as the folder holds them (a recording may
+    # come from anyone): written with ensure_ascii=False, a payload's C1 CSI and bidi override went raw
+    # into the log line that says it, and into the answer's detail.
+    _, problem, said = _refused_resume(tmp_path, caplog, HOSTILE)
     assert "\\x9b31m \\u202eevil" in problem and problem in said
     assert [char for char in RAW if char in said] == []
 
@@ -199,21 +206,7 @@ def test_recorded_agents_refusal_of_a_resume_quotes_a_bounded_part_of_each_side(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # A recorded answer of a megabyte: the refusal (its log line, the mismatch, the 409's detail) held it
     # whole; it quotes QUOTED_CHARS of each side, with a count of the rest, as every such line does.
-    recorded = {"threadId": "t", "runId": "r", "messages": [{"id": "u1", "role": "user", "content": "hi"}],
-                "resume": [{"interruptId": "i1", "status": "resolved", "payload": "x" * 1_000_000}],
-                "tools": [], "context": [], "forwardedProps": {}, "state": {}}
-    (tmp_path / "01.request.json").write_text(json.dumps(recorded))
-    (tmp_path / "01.sse").write_text("")
-    agent = RecordedAgent(tmp_path)
-
-    with caplog.at_level(logging.WARNING, logger="agui_client.testing"), serve(agent) as endpoint, \
-            ag.AgentClient(endpoint.url) as client:
-        with pytest.raises(ag.HTTPStatusError) as caught:
-            client.thread("t").run("hi")
-
-    assert caught.value.status_code == 409
-    [problem] = agent.mismatches
-    [said] = [record.getMessage() for record in caplog.records if "request refused" in record.getMessage()]
+    recorded, problem, said = _refused_resume(tmp_path, caplog, "x" * 1_000_000)
     assert problem in said and len(said) < 1_000 + len(str(tmp_path)) + 200
     assert 'recorded [{"interruptId": "i1", "status": "resolved", "payload": "xxx' in problem
     assert f"... ({len(json.dumps(recorded['resume'])) - QUOTED_CHARS} more characters)" in problem

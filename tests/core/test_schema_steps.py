@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from clikit import agui_here
+from test_checks_off_loop import on_loop
 from test_schema_budget import form
 
 from agui_client import AgentClient, LimitExceeded, UnusableResponseSchema
@@ -225,13 +226,6 @@ def test_only_the_checks_leave_the_event_loop_the_threads_state_is_read_where_it
     # as the fold does (in the sync shell, on the caller's thread, with the checks).
     endpoint = served(ScriptedAgent.interrupts(2, response_schema=[ordinary(0), ordinary(1)]))
     reads: list[tuple[str, bool, int]] = []
-
-    def on_loop() -> bool:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        return True
 
     def watched(name: str, real: Any) -> Any:
         def read(*args: Any, **kwargs: Any) -> Any:
