@@ -316,8 +316,6 @@ def costly_refused(value: Any) -> UnencodableValue | None:
     return None
 
 
-
-
 def _members(node: Any) -> Any:
     """``(key, member)`` for each member of a dict, list or tuple."""
     return iter(node.items()) if isinstance(node, dict) else enumerate(node)
