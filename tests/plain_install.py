@@ -47,7 +47,9 @@ def codes_problems(*, installed: bool) -> list[str]:
     from agui_client._codes import looked_up
 
     package = Path(agui_client.__file__).resolve().parent
-    if installed and package.is_relative_to(README.parent):
+    # (the source tree's own package folder: a venv made inside the checkout, as .ci/run makes
+    # .venv-plain, holds the installed one below the checkout too)
+    if installed and package == (README.parent / "agui_client").resolve():
         return [f"agui_client was imported from the source tree ({package}), not from the installed package"]
     carried = package / "codes.json"
     if not carried.is_file():
