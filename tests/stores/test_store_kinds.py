@@ -127,37 +127,23 @@ def test_redis_store_refuses_an_asyncio_client(redis_url: str) -> None:
         RedisStore(client)
 
 
-def test_the_stores_import_without_the_postgres_extra() -> None:
-    # A None entry in sys.modules makes `import psycopg` fail as if the package were not installed.
+@pytest.mark.parametrize(("extra", "module", "store", "target"), [
+    ("postgres", "psycopg", "PostgresStore", "'host=127.0.0.1 port=1'"),
+    ("redis", "redis", "RedisStore", "'redis://127.0.0.1:1/0'"),
+])
+def test_the_stores_import_without_their_extra(extra: str, module: str, store: str, target: str) -> None:
+    # A None entry in sys.modules makes the import fail as if the package were not installed.
     code = (
-        "import sys; sys.modules['psycopg'] = None\n"
+        f"import sys; sys.modules[{module!r}] = None\n"
         "import agui_client, agui_client.stores\n"
-        "from agui_client.stores import MemoryStore, PostgresStore\n"
+        f"from agui_client.stores import MemoryStore, {store}\n"
         "MemoryStore().close()\n"
         "try:\n"
-        "    PostgresStore('host=127.0.0.1 port=1')\n"
+        f"    {store}({target})\n"
         "except ImportError as exc:\n"
         "    print('ImportError:', exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "ImportError: PostgresStore needs the postgres extra: pip install 'agui-client[postgres]'\n"
-
-
-def test_the_stores_import_without_the_redis_extra() -> None:
-    # A None entry in sys.modules makes `import redis` fail as if the package were not installed.
-    code = (
-        "import sys; sys.modules['redis'] = None\n"
-        "import agui_client, agui_client.stores\n"
-        "from agui_client.stores import MemoryStore, RedisStore\n"
-        "MemoryStore().close()\n"
-        "try:\n"
-        "    RedisStore('redis://127.0.0.1:1/0')\n"
-        "except ImportError as exc:\n"
-        "    print('ImportError:', exc)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-
-    assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "ImportError: RedisStore needs the redis extra: pip install 'agui-client[redis]'\n"
+    assert done.stdout == f"ImportError: {store} needs the {extra} extra: pip install 'agui-client[{extra}]'\n"

@@ -174,16 +174,24 @@ SNAPSHOT_MESSAGES = [
 ]
 
 
-def _spoil_messages(messages: Any) -> None:
+def spoil_messages(messages: Any) -> None:
+    """What a careless caller does to the messages it was handed: every dict inside changed (each list in
+    it grown, a key added): its ``metadata``, an activity's ``content``, a content part's and a tool
+    call's ``metadata``."""
     for message in messages:
-        if message.metadata is not None:
-            message.metadata["source"].append("spoiled")
+        dicts = [message.metadata]
         if isinstance(message, ag.ActivityMessage):
-            message.content["steps"].append("spoiled")
-        elif isinstance(message, ag.UserMessage):
-            message.content[0].metadata["lang"].append("spoiled")
+            dicts.append(message.content)
+        elif isinstance(message, ag.UserMessage) and not isinstance(message.content, str):
+            dicts += [part.metadata for part in message.content]
         elif isinstance(message, ag.AssistantMessage):
-            message.tool_calls[0].metadata["cost"].append("spoiled")
+            dicts += [call.metadata for call in message.tool_calls or ()]
+        for held in dicts:
+            if held is not None:
+                for value in list(held.values()):
+                    if isinstance(value, list):
+                        value.append("spoiled")
+                held["spoiled"] = True
 
 
 def test_changing_a_messages_snapshot_event_changes_nothing_the_thread_holds(drive: Any, served: Any) -> None:
@@ -196,7 +204,7 @@ def test_changing_a_messages_snapshot_event_changes_nothing_the_thread_holds(dri
         with thread.stream("plan it") as events:
             for event in events:
                 if isinstance(event, ag.MessagesSnapshotEvent):
-                    _spoil_messages(event.messages)
+                    spoil_messages(event.messages)
         saved = store.load(thread.id)
 
     assert thread.state.dump()["messages"] == SNAPSHOT_MESSAGES
@@ -208,10 +216,10 @@ def test_a_threads_copy_shares_no_dict_with_it() -> None:
     original = ag.ThreadState.load({"threadId": "t1", "messages": copy.deepcopy(SNAPSHOT_MESSAGES)})
     copied = original.copy()
 
-    _spoil_messages(copied.messages)
+    spoil_messages(copied.messages)
     spoiled_once = copy.deepcopy(copied.dump()["messages"])
     untouched = copy.deepcopy(original.dump()["messages"])
-    _spoil_messages(original.messages)
+    spoil_messages(original.messages)
 
     assert untouched == SNAPSHOT_MESSAGES
     assert spoiled_once != SNAPSHOT_MESSAGES

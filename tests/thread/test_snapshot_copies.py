@@ -14,6 +14,8 @@ import copy
 import json
 from typing import Any
 
+from test_handed_out import spoil_messages
+
 import agui_client as ag
 from agui_client.stores import MemoryStore
 from agui_client.testing import Finish, ScriptedAgent, Start
@@ -40,19 +42,6 @@ def _messages() -> list[dict[str, Any]]:
 SNAPSHOT = {"type": "MESSAGES_SNAPSHOT", "messages": _messages()}
 
 
-def _spoil(messages: Any) -> None:
-    """What a careless caller does to the messages it was handed: every dict inside changed."""
-    for message in messages:
-        if message.metadata is not None:
-            message.metadata["source" if "source" in message.metadata else "model"] = "spoiled"
-        if isinstance(message, ag.ActivityMessage):
-            message.content["steps"].append("spoiled")
-        elif isinstance(message, ag.UserMessage):
-            message.content[0].metadata["lang"].append("spoiled")
-        elif isinstance(message, ag.AssistantMessage):
-            message.tool_calls[0].metadata["cost"].append("spoiled")
-
-
 def test_the_snapshot_is_large_enough_to_be_read_slice_by_slice() -> None:
     assert len(json.dumps(SNAPSHOT, separators=(",", ":"))) > SLICED_MIN
 
@@ -67,7 +56,7 @@ def test_changing_a_large_snapshot_event_changes_nothing_the_thread_holds_sends_
         with thread.stream("plan it") as events:
             for event in events:
                 if isinstance(event, ag.MessagesSnapshotEvent):
-                    _spoil(event.messages)
+                    spoil_messages(event.messages)
         saved = store.load(thread.id)
         thread.run("again")
 
