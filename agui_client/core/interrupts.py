@@ -24,7 +24,7 @@ from typing import Any, Final
 import attrs
 from typing_extensions import Self
 
-from .._inert import quoted_name
+from .._inert import quoted_name, shown_pointer
 from ..errors import (
     AwaitingAnswers,
     DuplicateResumeEntry,
@@ -197,7 +197,8 @@ def _check_json(interrupt_id: str, payload: JSON, metadata: Metadata | None) -> 
             pointer, reason = found
             raise UnencodableResumePayload(
                 f"resume refused, nothing was sent: the {field} for interrupt {_quoted(interrupt_id)} is not JSON at "
-                f"{pointer or '/'}: {reason}", interrupt_id=interrupt_id, field=field, pointer=pointer, reason=reason)
+                f"{shown_pointer(pointer)}: {reason}", interrupt_id=interrupt_id, field=field, pointer=pointer,
+                reason=reason)
 
 
 def _find_problems(open_interrupts: Sequence[Interrupt], entries: Sequence[ResumeEntry], current: datetime,

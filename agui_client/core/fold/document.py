@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from ..._inert import shown_pointer
 from ...errors import StreamWarning, UnencodableValue
 from ...wire.jsonio import json_problem
 from ...wire.types.base import JSON
@@ -72,7 +73,7 @@ def _refuse_unless_plain(value: Any) -> None:
 
 def _refuse(pointer: str, reason: str) -> NoReturn:
     raise UnencodableValue(f"state must be JSON: dicts, lists, strings, finite numbers, booleans and None "
-                           f"({reason} at {pointer or '/'})", field="state", pointer=pointer, reason=reason)
+                           f"({reason} at {shown_pointer(pointer)})", field="state", pointer=pointer, reason=reason)
 
 
 def json_structure(value: Any) -> int:
