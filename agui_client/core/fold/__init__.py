@@ -455,6 +455,8 @@ class ThreadState:
                 state the thread parsed or validated itself, as a shallow top-level copy) come marked
                 as already checked to be plain JSON, which the stores do not walk again. The message
                 dicts are the thread's own (it keeps them for the next save), never copies.
+                ``ThreadState.load`` walks a state so marked as any caller's (it may have been changed
+                since); a store trusts the mark.
         """
         return dump(self, share_state=share_state)
 
@@ -515,13 +517,13 @@ class ThreadState:
 
         The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
         changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's.
-        The state is copied once, by the new thread (it comes marked as checked when it is plain JSON;
-        it was copied with the rest, then walked and copied again)."""
+        The state is copied once, from this thread's document to the new thread's (it was copied with
+        the rest, then walked and copied again); what the document judged of it is not judged again."""
         data = self.dump(share_state=True)
-        state = data.pop("state")
+        data["state"] = None  # (copied below, document to document)
         data = foreign_copy(data)
-        data["state"] = state
         copied = ThreadState.load(data)
+        copied.document.hold_copy(self.document)
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 

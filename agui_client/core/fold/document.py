@@ -228,6 +228,14 @@ class StateDocument:
         self.in_sync = True
         self.changed()
 
+    def hold_copy(self, other: StateDocument) -> None:
+        """Hold a copy of ``other``'s state, as it stands (a thread's copy, ``ThreadState.copy``): made as
+        :func:`own_json` makes one, without walking what ``other`` knows to be plain JSON again. Not a
+        change: the copy stands where the document it replaces stood."""
+        self.value = copy_json(other.value) if other.plain else own_json(other.value)
+        self.plain = True
+        self._frozen = None
+
     def adopt(self, state: JSON) -> None:
         """Hold a store's freshly parsed state as it is (``ValueError`` when it is not JSON)."""
         self.value = adopted_json(state)

@@ -182,9 +182,15 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
         # and fail later, untyped, where the thread compares or sends it)
         if not isinstance(data.get(key), str | None):
             raise ValueError(f"{key} must be a string or null, not {type(data.get(key)).__name__}")
-    state = data.get("state")
-    # (dump(share_state=True)'s state is the dumping thread's own, marked: always copied)
-    adopt_state = adopt and type(state) not in (PlainDict, PlainList)
+    state: Any = data.get("state")
+    marked = type(state) is PlainDict or type(state) is PlainList
+    adopt_state = adopt and not marked
+    if marked:
+        # dump(share_state=True)'s state: the dumping thread's own, marked as checked for a save that
+        # writes it at once. Handed back here it may have changed since (a key set beside the thread's,
+        # a list doubled forty times over inside them, a trillion members to write: trusted, the copy
+        # wrote until memory ran out), so it is walked as any caller's state is, then copied.
+        state = dict(state) if type(state) is PlainDict else list(state)
     thread = cls(state=None if adopt_state else state, thread_id=data.get("threadId"))
     if adopt_state:
         thread.document.adopt(state)
