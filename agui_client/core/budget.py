@@ -54,9 +54,8 @@ CJK chat streamed raw in deltas of 3 characters was charged 8.4 times its bytes 
 it holds a backslash, one search for an escape (some 0.4 ns a byte), nothing an event; one of raw BMP
 text, one look for a four-byte character's lead a read (``bytes.translate``: the read's charge 50 µs a
 64 KiB read where it was 24, of the 1.5-2.9 ms folding it takes); one that may hold a wider character,
-one addition a read. (An escaped
-CJK chat still widens to :data:`WIDE` at its first escape: telling a surrogate's escape from a CJK one
-took a regular expression 0.4 ms a read.)
+one addition a read. (An escaped CJK chat still widens to :data:`WIDE` at its first escape: telling a
+surrogate's escape from a CJK one took a regular expression 0.4 ms a read.)
 
 It counts what the response built, less one thing it let go of: a state document that a snapshot of
 the same response brought, and another replaces, is credited its structure (the document counts it,
