@@ -149,6 +149,9 @@ def test_the_save_benchmark_runs_and_sizes_every_save(tmp_path: Path) -> None:
         small, large = result["windows"]
         assert (small["runs"], large["runs"]) == (3, 30)
         assert small["save_median_us"] > 0 and large["run_median_us"] > 0
+        # (the store call made once more after the runs, alone, was timed too; page faults were counted)
+        assert small["alone_cpu_median_us"] > 0 and large["alone_median_us"] > 0
+        assert small["save_faults_mean"] >= 0 and large["save_faults_mean"] >= 0
         if mode == "full":
             assert large["operations"] == {"save": 4}
             assert large["bytes_per_save"] > 5 * small["bytes_per_save"], (store, small, large)
@@ -214,6 +217,7 @@ def test_the_concurrency_benchmark_refuses_a_count_below_one(capsys: pytest.Capt
     assert exit_info.value.code == 2
     assert "counts of 1 or more" in capsys.readouterr().err
     assert parse_args(["--sync-n", ""]).sync_n == []
+    assert parse_args(["--idle-n", "100,500"]).idle_n == [100, 500]  # (the idle memory at several counts)
 
 
 def test_the_inflate_benchmark_times_each_coding_and_loses_no_event_of_a_spoiled_body(tmp_path: Path) -> None:
