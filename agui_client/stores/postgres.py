@@ -47,11 +47,12 @@ PostgreSQL's row lock on the head does the compare-and-set:
   written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
   CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts;
-* every write (its ``UPDATE``, a new thread's ``INSERT``, a delete's ``DELETE`` of the head) also asks,
-  in the same statement, that the tables carry no trigger or rule but PostgreSQL's own and the trusted
-  ones: one added after the store opened them is refused at the next write, nothing written, and at a
-  claim before a run sends anything (``STORE-SCHEMA``). A statement-level trigger still fires once in
-  the refused statement (PostgreSQL fires it before the statement reads a row).
+* every write (its ``UPDATE``, a new thread's ``INSERT``, each of a delete's two statements) is a
+  data-modifying ``WITH`` whose outer query first asks, in the same statement, that the tables carry no
+  trigger or rule but PostgreSQL's own and the trusted ones (``_GATE``): one added after the store
+  opened them fails the statement before its write runs, so it runs in no write, not even a
+  statement-level one; nothing is written, and a claim refused so sends nothing (``STORE-SCHEMA``).
+  A release asks about the thread table alone, the only one it writes.
 
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
@@ -711,11 +712,15 @@ class PostgresStore(_Base):
         untrusted, _ = self._foreign_code(conn, self._identifier.as_string(conn), changes)
         if untrusted:
             sent = ", and nothing was sent" if operation == "claim" else ""
+            # (a run's save refused so may leave its claim held: the release asks too, see _GATE)
+            held = (". A run whose save this was may keep its claim: thread.release_claim() gives it back once "
+                    "they are gone" if operation in ("save", "append") else "")
             raise StoreError(
                 f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, added after the store "
                 "opened them, which agui_client does not make: a trigger or a rule runs with every write and can "
                 f"clear or rewrite a claim (two replicas then send the same resume); the {operation} wrote nothing"
-                f"{sent}. Drop them, or name them in trusted_objects if you vouch for what they do",
+                f"{sent}. Drop them (DROP TRIGGER … ON …, DROP RULE … ON …), or name them in trusted_objects if you "
+                f"vouch for what they do{held}",
                 thread_id=thread_id, code="STORE-SCHEMA")
 
     def _foreign_code(self, conn: psycopg.Connection[Any], name: str, changes: str | None

@@ -235,6 +235,7 @@ def test_a_trigger_added_during_a_run_refuses_its_save_sends_nothing_twice_and_n
     refused = caught.value
     assert (refused.code, refused.thread_id, refused.agent_answered) == ("STORE-SCHEMA", "r", True), refused
     assert "the triggers 'spy_row', 'spy_statement', added after the store opened them" in str(refused), refused
+    assert "thread.release_claim() gives it back once they are gone" in str(refused), refused
     assert refused.result is not None and refused.result.messages[-1].content == "done"
     assert tables.spied() == []
     # (the first run's creating claim made version 0 and its save 1; the second run claimed 2, and a
