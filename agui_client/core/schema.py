@@ -272,7 +272,7 @@ def text_length(schema: Any, *, plain: bool = False) -> int | None:
     text is counted (UTF-8 bytes read as characters) when it holds no digit followed by ``.`` or
     ``e`` (a float, or text such as ``v1.2`` inside a string), else the standard library writes it as
     before; so does anything orjson refuses (a lone surrogate, an integer past 64 bits, nesting past
-    its 255 levels). 200 ordinary forms: 1-2 ms, where the standard library's text took 10-11 (a
+    its 255 levels). 200 ordinary forms: 2-5 ms, where the standard library's text took 10-13 (a
     ``RUN_FINISHED`` bringing them is measured as it is folded, on the caller's thread).
     """
     if plain and ORJSON is not None:

@@ -34,23 +34,35 @@ def stdlib_length(schema: Any) -> int | None:
         return None
 
 
-# Every character, lone surrogates included, with the ones JSON escapes drawn often.
-_HOSTILE_CHARACTERS = st.one_of(
-    st.sampled_from(['"', "\\", "/", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "\u2028", "\ufeff",
-                     "é", "€", "\U0001f600", "\ud800", "\udfff", "1.5", "2e9", "0.", "9e"]),
-    st.characters(),
-)
-_TEXT = st.lists(_HOSTILE_CHARACTERS, max_size=12).map("".join)
-_NUMBERS = st.one_of(st.integers(), st.integers(min_value=-(2**70), max_value=2**70),
-                     st.floats(allow_nan=False, allow_infinity=False))
-_LEAVES = st.one_of(st.none(), st.booleans(), _NUMBERS, _TEXT)
-# Plain JSON as a parser makes it: str keys, lists, finite numbers.
-_JSON = st.recursive(_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=5),
-                                                       st.dictionaries(_TEXT, inner, max_size=5)), max_leaves=30)
+# Every character, lone surrogates included, with the ones JSON escapes drawn often. (Drawn through
+# composites: a strategy's repr, which Hypothesis writes into a note, stays short.)
+_OFTEN = ['"', "\\", "/", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "\u2028", "\ufeff",
+          "é", "€", "\U0001f600", "\ud800", "\udfff", "1.5", "2e9", "0.", "9e"]
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    return "".join(draw(st.lists(st.one_of(st.sampled_from(_OFTEN), st.characters()), max_size=12)))
+
+
+@st.composite
+def leaves(draw: st.DrawFn) -> Any:
+    return draw(st.one_of(st.none(), st.booleans(), st.integers(),
+                          st.integers(min_value=-(2**70), max_value=2**70),
+                          st.floats(allow_nan=False, allow_infinity=False), texts()))
+
+
+@st.composite
+def schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """Plain JSON as a parser makes it: str keys, lists, finite numbers."""
+    value = st.recursive(leaves(), lambda inner: st.one_of(st.lists(inner, max_size=5),
+                                                           st.dictionaries(texts(), inner, max_size=5)),
+                         max_leaves=30)
+    return draw(st.dictionaries(texts(), value, max_size=6))
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(schema=st.dictionaries(_TEXT, _JSON, max_size=6))
+@given(schema=schemas())
 def test_a_parsed_schemas_length_is_the_standard_librarys_whatever_it_holds(schema: dict[str, Any]) -> None:
     assert schema_module.text_length(schema, plain=True) == stdlib_length(schema)
     assert schema_module.text_length(schema) == stdlib_length(schema)
