@@ -108,23 +108,24 @@ def agui_process_bytes(*args: str, stdin: bytes | None = None,
                           capture_output=True, timeout=timeout, env=ENV, check=False)
 
 
-def spawn_on_terminal(program: Sequence[str]) -> tuple[pexpect.spawn, io.StringIO]:
-    """``python PROGRAM`` on a pseudo-terminal of 60 lines by 200 columns, as a user's terminal runs it
-    (``TERM=xterm-256color``, colour on), and what it writes as it is read (the caller closes it; see
-    :func:`on_terminal`). An ``expect`` that waits 30 s fails the test."""
+def spawn_on_terminal(program: Sequence[str], size: tuple[int, int] = (60, 200)) -> tuple[pexpect.spawn, io.StringIO]:
+    """``python PROGRAM`` on a pseudo-terminal of ``size`` (60 lines by 200 columns unless given), as a
+    user's terminal runs it (``TERM=xterm-256color``, colour on), and what it writes as it is read (the
+    caller closes it; see :func:`on_terminal`). An ``expect`` that waits 30 s fails the test."""
     env = {**ENV, "TERM": "xterm-256color"}
     env.pop("NO_COLOR")
-    child = pexpect.spawn(sys.executable, list(program), env=env, encoding="utf-8", dimensions=(60, 200), timeout=30)
+    child = pexpect.spawn(sys.executable, list(program), env=env, encoding="utf-8", dimensions=size, timeout=30)
     screen = io.StringIO()
     child.logfile_read = screen
     return child, screen
 
 
 @contextlib.contextmanager
-def on_terminal(program: Sequence[str]) -> Iterator[tuple[pexpect.spawn, io.StringIO]]:
+def on_terminal(program: Sequence[str],
+                size: tuple[int, int] = (60, 200)) -> Iterator[tuple[pexpect.spawn, io.StringIO]]:
     """:func:`spawn_on_terminal`, closed as the block ends, whatever happened (its exit status is read
     after the block)."""
-    child, screen = spawn_on_terminal(program)
+    child, screen = spawn_on_terminal(program, size)
     try:
         yield child, screen
     finally:

@@ -327,14 +327,14 @@ def test_code_whose_colour_codes_outgrow_the_written_budget_is_shown_as_text() -
 
     sink = io.StringIO()
     console = SafeConsole(file=sink, width=80, height=25, force_terminal=True, color_system="256")
-    writer = chatview._MarkdownWriter(console, "agent:", [chatview.MARKDOWN_CHARS, 20_000])
+    writer = chatview._MarkdownWriter(console, "agent:", [chatview.MARKDOWN_CHARS, 20_000, chatview.LIVE_WRITTEN])
     code = "```python\n" + "a+b-c*d/e%f+g-h*i/j%k+l-m*n/o%p+q-r*s/t%u+v-w*x/y%z\n" * 20 + "```"
     writer.feed(code + "\n\nafter")
     writer.close()
     shown = sink.getvalue()
 
     assert len(code) * 3 < 20_000 < chatview.MARKDOWN_CHARS  # (its characters, padding and all, fitted)
-    assert writer._markdown_left == [0, 0] and "```python" in shown  # (as text, its fences shown)
+    assert writer._markdown_left[:2] == [0, 0] and "```python" in shown  # (as text, its fences shown)
     assert "\x1b[38;5;" not in shown[:shown.index("```python")]  # (nothing of the drawing written)
 
 
@@ -357,8 +357,11 @@ def test_the_budget_is_charged_every_character_the_console_writes(colours: str |
 
     assert charged[1] == len(written) and "```" not in sink.getvalue()  # (all of it drawn as Markdown)
     assert ("\x1b[" in written) == (colours is not None)
-    # (the characters drawn: what was written less its colour codes and its links' escape sequences)
-    assert charged[0] == len(re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", written))
+    # The characters drawn (what was written less its colour codes and its links' escape sequences) are
+    # charged but for the blanks that pad the lines out to the width, and each of the four blocks is
+    # charged its own drawing.
+    drawn = re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", written)
+    assert len(drawn.replace(" ", "")) + 4 * chatview.BLOCK_CHARS <= charged[0] < len(drawn)
 
 
 @pytest.mark.parametrize("spent", ["drawn", "written"])

@@ -274,6 +274,8 @@ def test_the_bounds_the_cli_pages_state_are_the_constants() -> None:
     stated = [
         ("docs/chat.md", f"rendered up to {size(chatview.MARKDOWN_CHARS)} in all"),
         ("docs/chat.md", f"up to {size(chatview.MARKDOWN_WRITTEN)} written to the terminal"),
+        ("docs/chat.md", f"and {chatview.BLOCK_CHARS} for each block"),
+        ("docs/chat.md", f"the redraws of a run write up to {size(chatview.LIVE_WRITTEN)} to the terminal"),
         ("docs/chat.md", f"block nested {chatview.MARKDOWN_MAX_LEVEL} levels deep or more"),
         ("docs/chat.md", f"drawing that took 0.2 s waits {0.2 * (1 / chatview.REDRAW_SHARE - 1):.1f} s "
                          "before the next"),

@@ -3,7 +3,8 @@
 The answer is rendered as Markdown as it arrives (finished blocks printed once, only the unfinished
 tail redrawn in place, so a long message costs what it is long, and only so much of a run's answers
 rendered as Markdown at all as draws :data:`MARKDOWN_CHARS` characters and writes
-:data:`MARKDOWN_WRITTEN` to the terminal, escape sequences included), reasoning shown dimmed and
+:data:`MARKDOWN_WRITTEN` to the terminal, escape sequences included, and only so much redrawn in place
+as writes :data:`LIVE_WRITTEN`), reasoning shown dimmed and
 folded to one line ("thought for N s") once the answer starts, tool calls with their arguments and
 results (a JSON array of objects as a table), subagents labelled; the one-line events go to the CLI's
 :class:`~agui_client.cli.render.EventRenderer`. The chat loop that makes a view per run is
@@ -13,6 +14,7 @@ results (a JSON array of objects as a table), subagents labelled; the one-line e
 from __future__ import annotations
 
 import functools
+import io
 import json
 import re
 import time
@@ -22,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.constrain import Constrain
+from rich.control import Control
 from rich.live import Live
-from rich.segment import Segment, Segments
+from rich.segment import ControlType, Segment, Segments
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -46,13 +49,16 @@ TABLE_COLUMNS = 8
 TABLE_MAX_CHARS = 256 * 1024
 #: Lines of the reasoning kept on screen while it streams (it is folded to one line afterwards).
 THINKING_LINES = 4
-#: The characters one run's answers may draw as Markdown (what the drawings show: a heading's line the
-#: terminal's width long, not the escape sequences around each piece; see ``_MarkdownWriter._print``);
-#: the blocks that no longer fit are shown as plain text. Rendering costs far more than reading: a table
-#: runs at some 10 KB a second on a small machine, a highlighted code block at 20, against a megabyte a
-#: second and more for plain text, so an agent's megabytes of tables held the chat for hours after they
-#: arrived. This bounds the time the drawing takes.
+#: The characters one run's answers may draw as Markdown (what the drawings show, counted as what costs
+#: the drawing time: see ``_MarkdownWriter._print``); the blocks that no longer fit are shown as plain
+#: text. Rendering costs far more than reading: a table runs at some 10 KB a second on a small machine, a
+#: highlighted code block at 20, against a megabyte a second and more for plain text, so an agent's
+#: megabytes of tables held the chat for hours after they arrived. This bounds the time the drawing takes.
 MARKDOWN_CHARS = 64 * 1024
+#: What one block's drawing is charged besides its characters: parsing and laying out a block takes some
+#: 0.2 ms whatever it holds (a one-letter heading as much as a line of 80 characters of text), so a run of
+#: 13,000 one-letter headings, charged only their letters, would take seconds to draw.
+BLOCK_CHARS = 80
 #: What one run's Markdown may write to the terminal, escape sequences included: highlighted code writes
 #: 15 to 30 times its text in colour codes (8 KiB of it, 239 KB), so the characters drawn alone let an
 #: agent send the terminal some 2 MB a run. This bounds the bytes the terminal receives; it is set well
@@ -60,6 +66,16 @@ MARKDOWN_CHARS = 64 * 1024
 #: 24-bit colour) so that they keep their colours, where one budget of both would have left the code
 #: after the first two such blocks plain.
 MARKDOWN_WRITTEN = 1024 * 1024
+#: What one run's unfinished blocks, redrawn in place while they stream, may write to the terminal (their
+#: escape sequences and the cursor's moves back over them included). Each redraw writes the tail again, as
+#: many lines as the terminal is high, up to 12 times a second: a screen of highlighted code is some 16 KB
+#: at 80 columns by 24 lines and 58 KB at 200 by 60, so a stream that trickles a token at a time had the
+#: terminal receive 200 to 350 KB a second for as long as it lasted, whatever the budgets above said. Once
+#: it is spent the tail is no longer redrawn: the rest of the run's text is written as it comes, as plain
+#: text, costing what it is long, and reasoning is no longer shown while it streams (its redraws are
+#: charged here too). An answer streaming a screen-tall block of code reaches it after some 45 s at 80
+#: columns (25 s at 200); most answers' tails are a paragraph or two, a tenth of that a redraw.
+LIVE_WRITTEN = 8 * 1024 * 1024
 
 
 class ChatView:
@@ -79,9 +95,9 @@ class ChatView:
         self._writer_id: str | None = None
         self._thinking: _Thinking | None = None
         self._calls: dict[str, tuple[str, list[str], str | None]] = {}
-        # (what is left of MARKDOWN_CHARS and MARKDOWN_WRITTEN, shared by the run's messages: one list,
-        # spent in place)
-        self._markdown_left = [MARKDOWN_CHARS, MARKDOWN_WRITTEN]
+        # (what is left of MARKDOWN_CHARS, MARKDOWN_WRITTEN and LIVE_WRITTEN, shared by the run's messages:
+        # one list, spent in place)
+        self._markdown_left = [MARKDOWN_CHARS, MARKDOWN_WRITTEN, LIVE_WRITTEN]
 
     def event(self, event: ev.Event | ev.UnknownEvent) -> None:
         """Show one event."""
@@ -98,11 +114,11 @@ class ChatView:
             case ev.ReasoningStartEvent() | ev.ReasoningMessageStartEvent():
                 self._end_text()
                 if self._thinking is None:
-                    self._thinking = _Thinking(self.out, self.console)
+                    self._thinking = _Thinking(self.out, self.console, self._markdown_left)
             case ev.ReasoningMessageContentEvent(delta=delta):
                 if self._thinking is None:
                     self._end_text()
-                    self._thinking = _Thinking(self.out, self.console)
+                    self._thinking = _Thinking(self.out, self.console, self._markdown_left)
                 self._thinking.feed(delta)
             case ev.ReasoningMessageEndEvent():
                 if self._thinking is not None:
@@ -234,10 +250,13 @@ class _MarkdownWriter(_Writer):
     code fence left open) costs what it is long, not its square, and the whole of it is printed once
     when it ends.
 
-    ``markdown_left`` (a two-item list, spent in place) is how many characters the Markdown may still
-    draw and how many it may still write, escape sequences included (:data:`MARKDOWN_CHARS` and
-    :data:`MARKDOWN_WRITTEN` when not given): a finished block that does not fit is printed as plain
-    text, and so is the redrawn tail once either is spent.
+    ``markdown_left`` (a three-item list, spent in place) is how many characters the Markdown may still
+    draw, how many it may still write, escape sequences included, and how many the redrawn tail may still
+    write (:data:`MARKDOWN_CHARS`, :data:`MARKDOWN_WRITTEN` and :data:`LIVE_WRITTEN` when not given): a
+    finished block that does not fit is printed as plain text, and so is the redrawn tail once either of
+    the first two is spent. Once the third is spent the tail is no longer redrawn: what came of it is
+    written as plain text, and the rest of the message as it comes (a stream of tokens, as the plain
+    chat writes it).
 
     The tail is drawn again only when it changed, and no more often than its drawing's cost allows
     (:class:`_Redrawn`; ``clock`` and ``work`` are its clocks, given by the tests).
@@ -248,7 +267,8 @@ class _MarkdownWriter(_Writer):
         self.console = console
         self.label = label
         self._clock, self._work = clock, work
-        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS, MARKDOWN_WRITTEN]
+        self._markdown_left = markdown_left if markdown_left is not None else [MARKDOWN_CHARS, MARKDOWN_WRITTEN,
+                                                                               LIVE_WRITTEN]
         self._labelled = False
         self._lines: list[str] = []  # the tail's complete lines, each with its line end
         self._partial: list[str] = []  # the pieces of its last line, whose end has not come
@@ -257,10 +277,16 @@ class _MarkdownWriter(_Writer):
         self._head = ""  # (that code block's opening line, or the head and delimiter rows of a table the tail is)
         self._live: Live | None = None
         self._redrawn: _Redrawn | None = None
-        # (the characters of escape sequences the console writes around a piece drawn in each style met)
-        self._styled: dict[Style, int] = {}
+        self._ledger = _Ledger(console, self._markdown_left)
+        # (the plain stream the message goes on as once the redrawn tail has written LIVE_WRITTEN)
+        self._plain: RichOutput | None = None
 
     def feed(self, delta: str) -> None:
+        if self._plain is None and self._markdown_left[2] <= 0:
+            self._go_plain()  # (the redrawn tail has written what it may: see LIVE_WRITTEN)
+        if self._plain is not None:
+            self._plain.inline(delta)
+            return
         *ended, rest = delta.split("\n")
         if ended:
             ended[0] = "".join((*self._partial, ended[0]))
@@ -287,8 +313,8 @@ class _MarkdownWriter(_Writer):
             # The tail is parsed when the screen is refreshed (12 times a second at most, and less when
             # its drawing costs more: see _Redrawn), not per token: a long paragraph would otherwise be
             # parsed again for every word.
-            redrawn = self._redrawn = _Redrawn(lambda: self._rendered(self._shown()), clock=self._clock,
-                                               work=self._work)
+            redrawn = self._redrawn = _Redrawn(lambda: self._rendered(self._shown()), self._ledger,
+                                               clock=self._clock, work=self._work)
             with held_signals():  # (a display cut while it starts or stops stays half-drawn: see cli.stopping)
                 self._live = _TailLive(redrawn.drawn_again, console=self.console, auto_refresh=True,
                                        refresh_per_second=12, transient=True, vertical_overflow="ellipsis",
@@ -296,6 +322,9 @@ class _MarkdownWriter(_Writer):
                 self._live.start()
 
     def close(self) -> None:
+        if self._plain is not None:
+            self._plain.end_line()
+            return
         self._stop_live()
         tail = "".join((*self._lines, *self._partial))
         if tail.strip():
@@ -346,6 +375,15 @@ class _MarkdownWriter(_Writer):
             return head + last[len(last) - (LIVE_CHARS - size):] + partial
         return head + "".join(lines[first:]) + partial
 
+    def _go_plain(self) -> None:
+        """The redrawn tail has written what :data:`LIVE_WRITTEN` allows: take it down, write what came of it
+        as plain text, and go on with the rest of the message as it comes."""
+        self._stop_live()
+        self._label()
+        self._plain = RichOutput(self.console)
+        self._plain.inline("".join((*self._lines, *self._partial)))
+        self._lines, self._partial, self._text, self._head, self._fence = [], [], False, "", None
+
     def _label(self) -> None:
         if not self._labelled:
             self._labelled = True
@@ -356,9 +394,13 @@ class _MarkdownWriter(_Writer):
         else as plain text.
 
         Two budgets are charged, both by what the drawing writes rather than the block's length. The
-        characters drawn (:data:`MARKDOWN_CHARS`, the drawing's time): a heading is drawn as a line the
-        terminal's width long, a tower of combining marks as the escapes it is shown by (six characters
-        for each), so 64 KiB of headings wrote 1.4 MB and took 3.8 s. And what is written, escape
+        characters drawn (:data:`MARKDOWN_CHARS`, the drawing's time), as what costs time: each piece's
+        characters but the blanks that pad its line to the terminal's width (one for a piece of blanks alone),
+        a tower of combining marks as the escapes it is shown by (six characters for each), and
+        :data:`BLOCK_CHARS` for the block itself, so 64 KiB of one-letter headings draw in some 0.2 s at
+        any width (measured in CPU time: a 30-line block of code takes 7.5 ms at 80 columns and at 200,
+        and counted its padding was charged 2,592 characters at 80 columns and 6,432 at 200, against 617
+        at either now). And what is written, escape
         sequences included (:data:`MARKDOWN_WRITTEN`, the terminal's bytes): each styled piece is written
         between its style's escape sequences, and highlighted code writes 15 to 30 times its text in
         colour codes (8 KiB of it, 239 KB). The drawing is read a segment at a time and given up once it
@@ -369,17 +411,15 @@ class _MarkdownWriter(_Writer):
         left = self._markdown_left
         if len(block) <= left[0]:
             drawn: list[Segment] = []
-            chars = written = 0
-            styled = self._styled
+            chars, written = BLOCK_CHARS, 0
             for segment in self.console.render(_markdown(block)):
-                text, style, _ = segment
-                chars += len(text)
-                written += len(text)
-                if style and text:
-                    around = styled.get(style)
-                    if around is None:
-                        around = styled[style] = _escapes_around(self.console, style)
-                    written += around
+                text = segment.text
+                # (the blanks that fill a line out to the terminal's width cost no drawing time: a block of
+                # code took as long at 200 columns as at 80, and charged for them only ten 30-line blocks
+                # a run were highlighted at 200 columns, 25 at 80)
+                if text:
+                    chars += len(_PADDING.sub("", text)) or 1
+                written += self._ledger.written(segment)
                 if chars > left[0] or written > left[1]:
                     left[0] = left[1] = 0
                     break
@@ -410,17 +450,60 @@ class _MarkdownWriter(_Writer):
             live.stop()
 
 
+class _Ledger:
+    """What a run's drawings write to ``console``, charged to ``left`` (the run's budgets: see
+    :class:`_MarkdownWriter`), the characters of escape sequences around each style met measured once."""
+
+    def __init__(self, console: Console, left: list[int]) -> None:
+        self.console, self.left = console, left
+        self._styled: dict[Style, int] = {}
+
+    def written(self, segment: Segment) -> int:
+        """The characters the console writes for ``segment``: its text, and its style's escape sequences
+        around it."""
+        text, style, control = segment
+        if control is not None or not (style and text):
+            return len(text)
+        around = self._styled.get(style)
+        if around is None:
+            around = self._styled[style] = _escapes_around(self.console, style)
+        return len(text) + around
+
+    @property
+    def spent(self) -> bool:
+        """Whether the redraws have written what :data:`LIVE_WRITTEN` allows."""
+        return self.left[2] <= 0
+
+    def redraw(self, lines: Sequence[Sequence[Segment]]) -> bool:
+        """Charge a redraw of ``lines`` to :data:`LIVE_WRITTEN`'s budget: what it writes, escape sequences
+        included, and the cursor's moves back over each line to draw the next over it. Whether it may be
+        written (nothing is, after the one that spends it)."""
+        if self.spent:
+            return False
+        self.left[2] -= sum(self.written(segment) for line in lines for segment in line) + len(lines) * _LINE_MOVES
+        return True
+
+
 def _escapes_around(console: Console, style: Style) -> int:
     """The characters ``console`` writes around a piece of text drawn in ``style``: its escape sequences
-    (colours, attributes; none on a console without colour), measured by having the console write one
-    character in it, so the count is the console's own, whatever its colour system."""
-    with console.capture() as captured:
-        console.print(Segments([Segment("x", style)]), end="")
+    (colours, attributes; none on a console without colour), measured by having a console of its colour
+    system write one character in it, so the count is rich's own, whatever the colour system. (Another
+    console: one that shows a live display would hand the piece to the display, which is being drawn.)"""
+    scratch = SafeConsole(file=io.StringIO(), force_terminal=True, color_system=console.color_system,
+                          legacy_windows=console.legacy_windows, width=80)
+    with scratch.capture() as captured:
+        scratch.print(Segments([Segment("x", style)]), end="")
     return len(captured.get()) - 1
 
 
 #: The most of an unfinished block the live view redraws (a terminal shows less).
 LIVE_CHARS = 8192
+#: The blanks that pad a line of a drawing out to the terminal's width (at the end of a piece, or before a
+#: line end in it).
+_PADDING = re.compile(r" +(?=\n|\Z)")
+#: What the live display writes for each line of a redraw besides the line: its line end, and the
+#: cursor's move back up over it (erasing it) before the next redraw.
+_LINE_MOVES = 1 + len(Control((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2)).segment.text)
 #: A table's delimiter row (``|---|:--:|``), which with the row above it opens a table.
 _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
 
@@ -442,21 +525,23 @@ class _Redrawn:
     work has been paid back (:data:`REDRAW_SHARE`), or when the width it is drawn at changed. Taller than
     the terminal, its last lines are shown, under a line ``...``.
 
-    ``draw`` makes the renderable; ``clock`` (wall time) and ``work`` (the drawing thread's processor
-    time) are the clocks.
+    ``draw`` makes the renderable; ``ledger`` is charged the lines each time they are written, and once
+    what redraws may write is spent the tail is not drawn again (none given: nothing is charged);
+    ``clock`` (wall time) and ``work`` (the drawing thread's processor time) are the clocks.
     """
 
-    def __init__(self, draw: Callable[[], RenderableType], *, clock: Callable[[], float] = time.monotonic,
-                 work: Callable[[], float] = time.thread_time) -> None:
+    def __init__(self, draw: Callable[[], RenderableType], ledger: _Ledger | None = None, *,
+                 clock: Callable[[], float] = time.monotonic, work: Callable[[], float] = time.thread_time) -> None:
         self.changed = True
-        self._draw, self._clock, self._work = draw, clock, work
+        self._draw, self._ledger, self._clock, self._work = draw, ledger, clock, work
         self._lines: list[list[Segment]] = []
         self._width = -1
         self._due = 0.0
 
     def drawn_again(self, width: int) -> bool:
         """Whether drawn at ``width`` columns the tail would be drawn anew, not shown as last drawn."""
-        return width != self._width or (self.changed and self._clock() >= self._due)
+        spent = self._ledger is not None and self._ledger.spent
+        return not spent and (width != self._width or (self.changed and self._clock() >= self._due))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.drawn_again(options.max_width):
@@ -470,6 +555,8 @@ class _Redrawn:
             cost = self._work() - started
             self._due = self._clock() + cost * (1 / REDRAW_SHARE - 1)
             self._width = options.max_width
+        if self._ledger is not None and not self._ledger.redraw(self._lines):
+            return  # (spent while the display drew: not reached while it refreshes only when drawn_again)
         for index, line in enumerate(self._lines):
             if index:
                 yield Segment.line()
@@ -479,9 +566,12 @@ class _Redrawn:
 class _Thinking:
     """Reasoning shown dimmed while it streams (its last lines, redrawn), folded to one line after."""
 
-    def __init__(self, out: Output, console: SafeConsole | None) -> None:
+    def __init__(self, out: Output, console: SafeConsole | None, left: list[int] | None = None) -> None:
         self.out = out
         self.console = console
+        # (its redraws are charged as the Markdown tail's, to the run's LIVE_WRITTEN)
+        self._ledger = _Ledger(console, left if left is not None else [0, 0, LIVE_WRITTEN]) \
+            if console is not None else None
         self.started = time.monotonic()
         self.finished: float | None = None
         self._text: list[str] = []
@@ -509,11 +599,15 @@ class _Thinking:
                 # (a refresh with nothing new is skipped, as the Markdown tail's: see _TailLive)
                 self._live = _TailLive(self._stale, console=self.console, auto_refresh=True, refresh_per_second=12,
                                        transient=True, vertical_overflow="crop",
-                                       get_renderable=lambda: _live_width(self.console, self._shown()))
+                                       get_renderable=lambda: _live_width(self.console, self._charged()))
                 self._live.start()
 
     def _stale(self, columns: int) -> bool:
-        return self._changed
+        return self._changed and self._ledger is not None and not self._ledger.spent
+
+    def _charged(self) -> RenderableType:
+        assert self._ledger is not None  # (a display is shown only on a console)
+        return _Charged(self._shown(), self._ledger.redraw)
 
     def _shown(self) -> Text:
         # (what the display draws: the mark is taken down as the text is read, so text that comes while
@@ -536,6 +630,24 @@ class _Thinking:
         # (rounded, a quick thought read "thought for 0 s")
         said = "less than a second" if seconds < 0.5 else f"{seconds:.0f} s"
         self.out.line(f"thought for {said}", "dim italic")
+
+
+class _Charged:
+    """``renderable`` drawn where ``charge`` allows its lines to be written (see :meth:`_Ledger.redraw`):
+    nothing once what the redraws may write is spent."""
+
+    def __init__(self, renderable: RenderableType,
+                 charge: Callable[[Sequence[Sequence[Segment]]], bool]) -> None:
+        self.renderable, self.charge = renderable, charge
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options)[:options.size.height]  # (as the display crops)
+        if not self.charge(lines):
+            return
+        for index, line in enumerate(lines):
+            if index:
+                yield Segment.line()
+            yield from line
 
 
 #: Columns a redrawn tail leaves free at its right: the terminal echoes Ctrl-C there as ``^C``.
