@@ -33,8 +33,9 @@ The hostile kinds, each within the defaults (16 MiB an event, 256 MiB a run):
   ``TOOL_CALL_ARGS`` deltas of 60,000 characters and parsed at ``TOOL_CALL_END``.
 
 ``--store sqlite`` saves to SQLite (in a worker thread) instead of a ``MemoryStore`` (on the loop);
-``--head-start`` is how long the honest runs stream before the hostile one starts (1 s). ``--tiny`` runs
-it all in seconds at 1/64 of the sizes, with a head start of 0.1 s (what ``tests/test_bench_smoke.py`` runs).
+``--head-start`` is how long the honest runs stream before the hostile one starts (1 s), ``--rate`` their
+events a second (50). ``--tiny`` runs it all in seconds at 1/64 of the sizes, honest runs of 20 events at 200
+a second, with a head start of 0.025 s (what ``tests/test_bench_smoke.py`` runs).
 Numbers are for one machine, loaded by whatever else runs on it; compare the rows of one run.
 """
 
@@ -260,11 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", action="store_true", help="be the server (prints its port, serves until stdin closes)")
     ap.add_argument("--honest", type=int, default=20, help="honest paced runs beside each hostile one")
     ap.add_argument("--paced-events", type=int, default=250)
+    ap.add_argument("--rate", type=float, default=50.0, help="an honest run's events a second")
     ap.add_argument("--scale", type=float, default=1.0, help="the hostile streams' size, as a fraction of the above")
     ap.add_argument("--head-start", type=float, default=1.0,
                     help="seconds the honest runs stream before the hostile run starts")
     ap.add_argument("--tiny", action="store_true",
-                    help="seconds: 2 honest runs of 20 events, streams at 1/64, a head start of 0.1 s "
+                    help="seconds: 2 honest runs of 20 events at 200 a second, streams at 1/64, a head start "
+                         "of 0.025 s "
                          "(what the tests run)")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     ap.add_argument("--store", choices=("memory", "sqlite"), default="memory",
@@ -272,15 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the rows here")
     a = ap.parse_args(argv)
     if a.serve:
-        asyncio.run(serve(a.paced_events, 50.0, a.scale))
+        asyncio.run(serve(a.paced_events, a.rate, a.scale))
         return 0
     if a.tiny:
-        # A tiny honest run lasts some 0.4 s (20 events at 50 a second): a head start of a second let it
-        # end before the hostile run began, and was most of the smoke run's time. A quarter of it starts
+        # A tiny honest run lasts some 0.1 s (20 events at 200 a second; at 50 a second its 0.4 s, once per
+        # kind, was most of the smoke run's time, which waits and measures nothing). A quarter of it starts
         # the hostile run beside them, as the full size's second does a fifth into its 5 s runs.
-        a.honest, a.paced_events, a.scale, a.head_start = 2, 20, 1 / 64, 0.1
+        a.honest, a.paced_events, a.rate, a.scale, a.head_start = 2, 20, 200.0, 1 / 64, 0.025
     server = subprocess.Popen([sys.executable, "-m", "bench.hostile", "--serve", "--paced-events",
-                               str(a.paced_events), "--scale", str(a.scale)],
+                               str(a.paced_events), "--rate", str(a.rate), "--scale", str(a.scale)],
                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert server.stdout is not None

@@ -45,7 +45,7 @@ from agui_client import AgentClient, replay  # noqa: E402
 from agui_client.core.budget import MemoryBudget  # noqa: E402
 from agui_client.stores import MemoryStore, StoredThread  # noqa: E402
 from agui_client.wire.records import dump_record  # noqa: E402
-from bench import gen  # noqa: E402
+from bench import freeze_setup, gen  # noqa: E402
 from bench.run import BASE_SCALE, TINY_SCALE, make_stream  # noqa: E402
 from bench.servers import ProcessStreamServer  # noqa: E402
 
@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--growth", type=float, default=4.0, help="also the size this many times the base (0: base only)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--tiny", action="store_true", help="smoke run: every base scale 0.01, one repetition")
+    ap.add_argument("--tiny", action="store_true",
+                    help="smoke run: every base scale 0.01, one repetition, the heap frozen before measuring")
     a = ap.parse_args(argv)
     reps = 1 if a.tiny else a.reps
     names = ("replay", "http", "http, no store", "httpx alone", "dump", "encode", "budget")
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                 + ([(f"{a.growth:g}x", (TINY_SCALE if a.tiny else BASE_SCALE[kind]) * a.growth)] if a.growth else [])]
         # (the fixed cost is small against the noise of one timing: many repetitions, each cheap)
         rows.append(("(fixed)", "chat", FIXED_SCALE))
+        if a.tiny:
+            freeze_setup()
         for kind, size, scale in rows:
             fixed = kind == "(fixed)"
             stream = make_stream(size if fixed else kind, "base" if fixed else size, round(scale, 6), a.seed, Path(tmp))

@@ -51,7 +51,7 @@ import agui_client  # noqa: E402
 from agui_client import AgentClient, replay  # noqa: E402
 from agui_client.stores import MemoryStore  # noqa: E402
 
-from . import gen  # noqa: E402
+from . import freeze_setup, gen  # noqa: E402
 from .servers import FirstEventServer, ProcessStreamServer, StreamServer  # noqa: E402
 
 try:
@@ -634,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
                 for s in streams:
                     s.url = server.add(f"{s.kind}-{s.size}", s.sse)
                     s.client = AgentClient(s.url, idle_timeout=120.0)
+            if a.tiny:
+                freeze_setup()
             log("warm-up and result checks ...")
             digests = warm_up(streams, names, rows_by_key, log)
             log(f"timing ({a.reps} interleaved repetitions) ...")

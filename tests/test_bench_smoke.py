@@ -149,6 +149,9 @@ def test_the_save_benchmark_runs_and_sizes_every_save(tmp_path: Path) -> None:
         small, large = result["windows"]
         assert (small["runs"], large["runs"]) == (3, 30)
         assert small["save_median_us"] > 0 and large["run_median_us"] > 0
+        # (the store call made once more after the runs, alone, was timed too; page faults were counted)
+        assert small["alone_cpu_median_us"] > 0 and large["alone_median_us"] > 0
+        assert small["save_faults_mean"] >= 0 and large["save_faults_mean"] >= 0
         if mode == "full":
             assert large["operations"] == {"save": 4}
             assert large["bytes_per_save"] > 5 * small["bytes_per_save"], (store, small, large)
@@ -214,6 +217,7 @@ def test_the_concurrency_benchmark_refuses_a_count_below_one(capsys: pytest.Capt
     assert exit_info.value.code == 2
     assert "counts of 1 or more" in capsys.readouterr().err
     assert parse_args(["--sync-n", ""]).sync_n == []
+    assert parse_args(["--idle-n", "100,500"]).idle_n == [100, 500]  # (the idle memory at several counts)
 
 
 def test_the_inflate_benchmark_times_each_coding_and_loses_no_event_of_a_spoiled_body(tmp_path: Path) -> None:
@@ -312,7 +316,7 @@ def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: 
 
 
 def test_the_loop_stall_benchmark_reports_every_phase() -> None:
-    # (python -m bench.loopstall: each phase's longest gap between ticks and longest step; no timing asserted)
+    # (python -m bench.loopstall: each phase's longest gap between ticks and longest two steps; no timing asserted)
     proc = subprocess.run([sys.executable, "-m", "bench.loopstall", "--forms", "5", "--reps", "1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -321,4 +325,4 @@ def test_the_loop_stall_benchmark_reports_every_phase() -> None:
     assert [row.split("  gap")[0].strip() for row in rows] == [
         "the run bringing the forms", "open_interrupts", "resume_builder()", "answers", "run_until_done(resume=...)"]
     for row in rows:
-        assert "loop cpu" in row and "step" in row, row
+        assert "loop cpu" in row and "step" in row and "next" in row, row
