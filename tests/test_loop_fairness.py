@@ -279,6 +279,23 @@ def test_the_turn_before_an_in_memory_save_lets_the_tasks_of_timers_already_due_
     assert anyio.run(main, backend_options={"loop_factory": factory}) == ["the timer's task", "the save"]
 
 
+def test_an_in_memory_save_under_trio_lands(served: Any) -> None:
+    # The async client runs under trio too (docs/http.md): the turn before an in-memory save asked for
+    # asyncio's running loop, and under trio every run with a MemoryStore failed there, RuntimeError
+    # "no running event loop", its save not made.
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    async def main() -> str:
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            result = await client.thread("t").run("hi", run_id="r")
+        return result.text
+
+    assert anyio.run(main, backend="trio") == "x" * 10
+    loaded = store.load("t")
+    assert loaded is not None and loaded.data["messages"][-1]["content"] == "x" * 10
+
+
 def _cancelled_before_its_save(url: str, store: MemoryStore, *, close_store: bool = False
                                ) -> tuple[BaseException | None, bool, int | None]:
     """Run thread "t" to its last event, cancel it in the turn before its save (closing ``store`` first

@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+import sniffio
+from anyio.lowlevel import checkpoint
+
 from ..core.effects import Check, Write
 from ..core.flow import Conversation, planned
 from ..core.plan import Plan, ToolHandler
@@ -106,7 +109,13 @@ async def _turn() -> None:
     Here the task waits for a timer of its own at the current time, which the loop's timer queue orders
     behind every timer due before it: their callbacks run first, and the tasks they wake are queued
     ahead of this one.
+
+    Under trio (the async client runs there too; it has no asyncio loop to ask) a checkpoint: the tasks
+    whose deadlines have passed run in the same batch as this task's next step, in an order of trio's own.
     """
+    if sniffio.current_async_library() != "asyncio":
+        await checkpoint()
+        return
     loop = asyncio.get_running_loop()
     woken = loop.create_future()
     timer = loop.call_at(loop.time(), _wake, woken)
