@@ -171,3 +171,25 @@ def test_reasoning_redrawn_while_it_streams_is_charged_to_the_same_budget() -> N
     assert left[2] < 0  # (spent by the redraws, the one that spent it written)
     assert written[0] > 0 and written[-1] == written[-2] < 1_000 + 25 * 90  # (nothing drawn after it)
     assert "step 19" not in sink.getvalue()
+
+
+def test_reasoning_redrawn_writes_its_lines_unpadded() -> None:
+    # (charging the reasoning's redraws must not change what they write: the display draws its lines as
+    # long as they are, where lines padded out to the terminal's width made each redraw of four short
+    # lines write 864 characters at 200 columns instead of 106)
+    from agui_client.cli.render import PlainOutput
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=200, height=25, force_terminal=True, color_system="256")
+    thinking = chatview._Thinking(PlainOutput(io.StringIO()), console)
+    for n in range(4):
+        thinking.feed(f"step {n}\n")
+    live = thinking._live
+    assert live is not None
+    before = len(sink.getvalue())
+    live.refresh()
+    redraw = sink.getvalue()[before:]
+    thinking.fold()
+
+    assert "step 3" in redraw and "      " not in redraw
+    assert len(redraw) < 4 * 40
