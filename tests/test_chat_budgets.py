@@ -13,14 +13,21 @@ from collections.abc import Callable
 from typing import Any
 
 import pexpect
-from clikit import on_terminal
+import pytest
+from clikit import on_terminal, screen_text
 from test_attack_render import CHAT, _one_turn
 from test_chat import _say, _text
 
 from agui_client.cli import chatview
+from agui_client.cli.render import RichOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait
-from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
+from agui_client.types import (
+    ReasoningMessageContentEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
 
 #: Lines of code the hostile stream sends, one at a time, each once the last was shown.
 TRICKLED = 16
@@ -184,3 +191,23 @@ def test_reasoning_redrawn_while_it_streams_is_charged_to_the_same_budget() -> N
     assert left[2] < 0  # (spent by the redraws, the one that spent it written)
     assert written[0] > 0 and written[-1] == written[-2] < 1_000 + 25 * 90  # (nothing drawn after it)
     assert "step 19" not in sink.getvalue()
+
+
+def test_a_runs_reasoning_and_its_answer_redraw_on_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the view hands the reasoning the run's LIVE_WRITTEN: an answer after reasoning whose redraws spent it
+    # is written as text as it comes, its tail never redrawn)
+    monkeypatch.setattr(chatview, "LIVE_WRITTEN", 1_000)
+    sink = io.StringIO()
+    view = chatview.ChatView(RichOutput(SafeConsole(file=sink, width=80, height=25, force_terminal=True,
+                                                    color_system="256")))
+    for n in range(20):
+        view.event(ReasoningMessageContentEvent(message_id="r", delta=f"step {n} of the plan\n"))
+        assert view._thinking is not None and view._thinking._live is not None
+        view._thinking._live.refresh()
+    view.event(TextMessageStartEvent(message_id="m1"))
+    view.event(TextMessageContentEvent(message_id="m1", delta="```python\nx = 1\n"))
+    shown = screen_text(sink.getvalue())  # (before the message ends: as it came)
+    view.close()
+
+    assert "step 0 of the plan" in shown and "step 19" not in shown
+    assert "```python\nx = 1" in shown
