@@ -316,7 +316,7 @@ def test_the_fixed_load_folds_every_run_of_its_waves_and_counts_calls(tmp_path: 
 
 
 def test_the_loop_stall_benchmark_reports_every_phase() -> None:
-    # (python -m bench.loopstall: each phase's longest gap between ticks and longest step; no timing asserted)
+    # (python -m bench.loopstall: each phase's longest gap between ticks and longest two steps; no timing asserted)
     proc = subprocess.run([sys.executable, "-m", "bench.loopstall", "--forms", "5", "--reps", "1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -325,4 +325,4 @@ def test_the_loop_stall_benchmark_reports_every_phase() -> None:
     assert [row.split("  gap")[0].strip() for row in rows] == [
         "the run bringing the forms", "open_interrupts", "resume_builder()", "answers", "run_until_done(resume=...)"]
     for row in rows:
-        assert "loop cpu" in row and "step" in row, row
+        assert "loop cpu" in row and "step" in row and "next" in row, row

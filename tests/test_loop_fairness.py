@@ -15,8 +15,10 @@ import sys
 import zlib
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+import uvloop
 
 import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
@@ -235,6 +237,46 @@ def test_the_save_after_a_run_is_a_loop_step_of_its_own_not_one_with_the_fold_of
 
     assert len(saved_at) == 1
     assert saved_at[0] > last  # (the other task ran between the fold of the run's last read and its save)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_turn_before_an_in_memory_save_lets_the_tasks_of_timers_already_due_run_first(
+        served: Any, loop: str) -> None:
+    # A task waiting on a timer (a ticker, a heartbeat, a deadline's check) whose time came while the
+    # run's last read was folded runs before the save, not after it: the turn before the save used to
+    # queue the save ahead of every timer already due, so the loop went on from the fold into the save.
+    # (Each loop orders its timers and its ready callbacks itself: both are run.)
+    endpoint = served(_answer(START + OPEN + DELTA * 10 + CLOSE + FINISH))
+    store = MemoryStore()
+
+    async def main() -> list[str]:
+        running = asyncio.get_running_loop()
+        order: list[str] = []
+        due: asyncio.Future[None] = running.create_future()
+
+        async def woken_by_the_timer() -> None:
+            await due
+            order.append("the timer's task")
+
+        waiting = asyncio.create_task(woken_by_the_timer())
+        save = store.save
+
+        def watched(thread_id: str, data: Any, **options: Any) -> int:
+            order.append("the save")
+            return save(thread_id, data, **options)
+
+        store.save = watched  # type: ignore[method-assign]  # (on the instance: still called on the loop)
+        async with ag.AsyncAgentClient(endpoint.url, store=store) as client:
+            async with client.thread("t").stream("hi", run_id="r") as stream:
+                async for event in stream:
+                    if type(event) is ag.types.TextMessageEndEvent:
+                        # (due already: the rest of the read, the run's end, is folded in this same step)
+                        running.call_at(running.time() - 1.0, due.set_result, None)
+        await waiting
+        return order
+
+    factory = {"asyncio": asyncio.SelectorEventLoop, "uvloop": uvloop.Loop}[loop]
+    assert anyio.run(main, backend_options={"loop_factory": factory}) == ["the timer's task", "the save"]
 
 
 def _cancelled_before_its_save(url: str, store: MemoryStore, *, close_store: bool = False

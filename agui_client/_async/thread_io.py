@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from anyio.lowlevel import checkpoint
-
 from ..core.effects import Check, Write
 from ..core.flow import Conversation, planned
 from ..core.plan import Plan, ToolHandler
@@ -61,14 +59,15 @@ class AsyncThreadIO(Conversation):
         """Run a store write in a worker thread and keep ``_version`` the store's, even when cancelled."""
         call = getattr(self._store, effect.op)
         if self._on_loop:
-            # (an in-memory store: a worker thread would cost more than the call.) The write encodes the
-            # whole thread: the other runs on the loop get a turn first, so that it is a step of its own,
-            # not one with the fold of the read that ended the run. A cancellation that comes in that
-            # turn lets the write land first, as a worker thread's would, and the caller sees the
-            # cancellation, as from a worker thread (``in_worker``), even when the write then fails: its
-            # error in the cancellation's place would pass for an ordinary failure of a task not cancelled.
+            # (an in-memory store: a worker thread would cost more than the call.) The write encodes
+            # what the run changed: the loop gets a whole turn first (``_turn``: the tasks timers woke
+            # too), so that it is a step of its own, not one with the fold of the read that ended the
+            # run. A cancellation that comes in that turn lets the write land first, as a worker
+            # thread's would, and the caller sees the cancellation, as from a worker thread
+            # (``in_worker``), even when the write then fails: its error in the cancellation's place
+            # would pass for an ordinary failure of a task not cancelled.
             try:
-                await checkpoint()
+                await _turn()
             except BaseException:
                 try:
                     self._version = call(self.id, **effect.arguments)
@@ -92,6 +91,34 @@ class AsyncThreadIO(Conversation):
                 self._version = landed[0]
             raise
         return self._version
+
+
+async def _turn() -> None:
+    """Give the loop a whole turn before going on: the callbacks already queued, what its poll finds
+    ready, every timer already due, and the tasks all of these wake, then this task.
+
+    ``await asyncio.sleep(0)`` (anyio's ``checkpoint()``) is less than that. It queues the task's next
+    step at the end of the loop's ready queue, and asyncio moves the timers that have come due onto that
+    queue only at the start of its next pass, behind that step; a task a timer wakes (a ticker, a
+    heartbeat, a deadline's check) is queued by the timer's callback behind it again. So the step after
+    the turn ran before any of them: an in-memory save after a run's last read held the loop on from
+    that read's fold (a 1 ms ticker saw one gap spanning both, 85-95 ms of the loop's CPU on 200 forms).
+    Here the task waits for a timer of its own at the current time, which the loop's timer queue orders
+    behind every timer due before it: their callbacks run first, and the tasks they wake are queued
+    ahead of this one.
+    """
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+    timer = loop.call_at(loop.time(), _wake, woken)
+    try:
+        await woken
+    finally:
+        timer.cancel()  # (cancelled while waiting: the timer has nothing left to wake)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -274,7 +274,13 @@ class RunSession(FrontEnd):
                         # (the shape this type came in last first: finding one's own costs a tuple of the
                         # keys and its hash, some 0.1 us an event; see ``derive.Router``)
                         if front.last(value, self, index) is MISS:
-                            front(value, self, index)
+                            # (a spent allowance declines every new shape: this response's objects are read
+                            # under it from the start, once each, as the decoder reads them; asked only
+                            # when the shape its type came in last does not fit, a few events a run)
+                            if self._allowance.left > 0:
+                                front(value, self, index)
+                            else:
+                                charged(self._allowance, front, value, self, index)
                     except codec.NewShape:
                         if self._front_charged(front, value, index):
                             continue

@@ -25,6 +25,7 @@ from ..errors import ConcurrentResume, StoreError
 from ..wire.records import RepeatedKey, dump_record, load_record
 from ..wire.sink import warn
 from ..wire.types.base import brief_repr
+from ..wire.values import PlainDict
 
 __all__ = ["STORE_FORMAT_VERSION", "StoredThread", "ThreadStore", "IncrementalStore", "ListingStore", "Head",
            "check_write", "apply_changes", "Compaction", "new_record_id", "MAX_LISTING_PAGE", "MAX_THREAD_ID_BYTES",
@@ -500,6 +501,11 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
     ``merge``
         per mapping field (``usageByRun``, ``subagents``), the entries added or replaced.
 
+    The last change is only read: what it holds goes into ``data`` as it is and is not changed
+    afterwards (a merge into a field the same change sets goes into a copy), so it may be a writer's
+    own, still in Python form (a tuple reads as a JSON array), folded without reading it back from its
+    text. What an earlier change holds may be changed by a later one: pass those freshly parsed.
+
     Returns:
         ``data``.
 
@@ -519,7 +525,7 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
         if "messagesFrom" in change:
             keep, more = change["messagesFrom"], change.get("messages")
             messages = data.setdefault("messages", [])
-            if (type(keep) is not int or not isinstance(more, list) or not isinstance(messages, list)
+            if (type(keep) is not int or not isinstance(more, (list, tuple)) or not isinstance(messages, list)
                     or not 0 <= keep <= len(messages)):
                 raise ValueError(f"a stored change keeps {quoted_name(keep)} messages of {_length(messages)}")
             del messages[keep:]
@@ -527,7 +533,7 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
         replaced = change.get("set", {})
         removed = change.get("unset", [])
         merged = change.get("merge", {})
-        if (not isinstance(replaced, dict) or not isinstance(merged, dict) or not isinstance(removed, list)
+        if (not isinstance(replaced, dict) or not isinstance(merged, dict) or not isinstance(removed, (list, tuple))
                 or not all(type(key) is str for key in removed)):
             raise ValueError("a stored change's set, unset or merge is of the wrong type")
         data.update(replaced)
@@ -537,6 +543,8 @@ def apply_changes(data: dict[str, Any], changes: Iterable[Mapping[str, Any]]) ->
             target = data.setdefault(key, {})
             if not isinstance(target, dict) or not isinstance(entries, dict):
                 raise ValueError(f"a stored change merges into {quoted_name(key)}, which is not a JSON object")
+            if key in replaced:  # (the change's own object, just set: merged into a copy, never changed)
+                target = data[key] = dict(target)
             target.update(entries)
     return data
 
@@ -669,11 +677,27 @@ def as_text(encoded: str | bytes) -> str:
     return encoded.decode("utf-8") if isinstance(encoded, bytes) else encoded
 
 
-def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes]) -> str | bytes:
-    """The record's data with its changes folded in, as one JSON document (a compaction)."""
+def compacted(thread_id: str, text: str | bytes, changes: Sequence[str | bytes], *,
+              last: Mapping[str, Any] | None = None, plain: bool = False) -> str | bytes:
+    """The record's data with its changes folded in, as one JSON document (a compaction).
+
+    Args:
+        last: one change more, folded in after ``changes`` as its writer handed it to the store, not
+            read back from its text: only for a change the store has just written with orjson
+            (``encode_data`` gave bytes), which holds exactly what its text does. A large change that
+            makes its own append's fold due is then not parsed again (see :func:`apply_changes`).
+        plain: ``text`` and ``changes`` were all written by ``encode_data`` as orjson's bytes, in this
+            process, and ``last`` too: what they read as is plain JSON (the walk that decides how to
+            write a record has nothing to find in it), so the fold is written without walking it.
+    """
     stored = decode_record(thread_id, version=0, text=text, claim=None, format=STORE_FORMAT_VERSION,
                             changes=changes)
-    return encode_data(thread_id, stored.data)
+    data = stored.data
+    if last is not None:
+        apply_changes(data, [last])  # (a ValueError for a change of the wrong shape: the fold is skipped)
+    if plain:
+        return dump_record(PlainDict(data))
+    return encode_data(thread_id, data)
 
 
 def _loaded(thread_id: str, text: str | bytes, where: str) -> Any:

@@ -47,11 +47,12 @@ PostgreSQL's row lock on the head does the compare-and-set:
   written only when the head moved, and both commit together;
 * the first write of a thread (a creating save, or the first turn's claim) is the ``INSERT ... ON
   CONFLICT (thread_id) DO NOTHING`` of its row: of writers racing on a new thread id, one inserts;
-* every write (its ``UPDATE``, a new thread's ``INSERT``, a delete's ``DELETE`` of the head) also asks,
-  in the same statement, that the tables carry no trigger or rule but PostgreSQL's own and the trusted
-  ones: one added after the store opened them is refused at the next write, nothing written, and at a
-  claim before a run sends anything (``STORE-SCHEMA``). A statement-level trigger still fires once in
-  the refused statement (PostgreSQL fires it before the statement reads a row).
+* every write (its ``UPDATE``, a new thread's ``INSERT``, each of a delete's two statements) is a
+  data-modifying ``WITH`` whose outer query first asks, in the same statement, that the tables carry no
+  trigger or rule but PostgreSQL's own and the trusted ones (``_GATE``): one added after the store
+  opened them fails the statement before its write runs, so it runs in no write, not even a
+  statement-level one; nothing is written, and a claim refused so sends nothing (``STORE-SCHEMA``).
+  A release asks about the thread table alone, the only one it writes.
 
 An append writes the change and a new version of the head row, never the data: PostgreSQL's
 ``UPDATE`` writes a new row version, but a ``data`` large enough to matter lives out of line (TOAST)
@@ -194,25 +195,33 @@ _FOREIGN_CODE = (
     " UNION ALL SELECT 'rule', rulename::text, ev_class FROM pg_rewrite WHERE rulename <> '_RETURN'"
     ") AS found WHERE rel IN (to_regclass(%s), to_regclass(%s)) ORDER BY kind DESC, name"
 )
-# A thread's first write (a creating save, or the first turn's claim): its row's insert, made only while
-# the store's tables carry no trigger or rule but trusted ones (``_NO_CODE``).
-_INSERT = ("INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
-           " SELECT %(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s"
-           " WHERE {no_code} ON CONFLICT (thread_id) DO NOTHING")
-# What every write also asks, in its own statement (no round trip of its own): that the store's tables
-# carry no trigger or rule but PostgreSQL's own and those trusted, now. One added after the store opened
-# them makes the write touch no row (a rule's actions are given the statement's condition too), and the
-# store then says why (``PostgresStore._refuse_code_since``). Both tables, whichever the write touches: a
-# claim lets a run send whose changes are saved in the change table.
-_NO_CODE = ("NOT EXISTS (SELECT 1 FROM pg_trigger"
-            " WHERE tgrelid IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
-            " AND NOT tgisinternal AND tgname <> ALL(%(code_trusted)s::text[])"
-            " UNION ALL SELECT 1 FROM pg_rewrite"
-            " WHERE ev_class IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
-            " AND rulename <> ALL(%(code_trusted)s::text[]))")
-# What a refused write reads, in one statement: whether the tables are still free of code added since the
-# open (``_NO_CODE``, the question the write asked) and the head (its columns NULL when there is none).
-_HEAD = ("SELECT {no_code}, h.version, h.claim, h.format, h.record_id FROM (SELECT) AS one"
+# What every write asks first, in its own statement (no round trip of its own): that the store's tables
+# carry no trigger or rule but PostgreSQL's own and those trusted, now. Each write is a data-modifying
+# ``WITH`` whose outer query holds this test as a condition on no row: PostgreSQL evaluates such a
+# condition once, before the outer query reads anything, so before the ``WITH``'s write runs at all,
+# and a write runs its statement-level triggers only when it runs (row-level ones when it touches a
+# row). The test fails the statement (a cast PostgreSQL refuses, its words naming the reason, in the
+# server's log too) rather than filtering it: a write the outer query never read is still run to its
+# end once the outer query is done, and its statement-level triggers with it. So a trigger or a rule
+# added after the store opened the tables runs in no write, not even a ``FOR EACH STATEMENT`` one, and the
+# store says why (``PostgresStore._refuse_code_since``). ``format`` is a stable function: the planner
+# leaves the cast to run time, where the ``CASE`` reaches it only when the test found something. Both
+# tables, whichever the write touches, but for a release (``code_changes`` NULL): a claim lets a run send
+# whose changes go to the change table, a release lets nothing be sent and touches the thread table alone.
+_GATE = ("(CASE WHEN EXISTS (SELECT 1 FROM pg_trigger"
+         " WHERE tgrelid IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
+         " AND NOT tgisinternal AND tgname <> ALL(%(code_trusted)s::text[])"
+         " UNION ALL SELECT 1 FROM pg_rewrite"
+         " WHERE ev_class IN (to_regclass(%(code_table)s), to_regclass(%(code_changes)s))"
+         " AND rulename <> ALL(%(code_trusted)s::text[]))"
+         " THEN format('agui_client store: its tables carry a trigger or a rule it does not trust;"
+         " nothing was written')::integer END) IS NULL")
+# A thread's first write (a creating save, or the first turn's claim): its row's insert.
+_INSERT = ("WITH head AS (INSERT INTO {table} (thread_id, version, data, claim, format, data_version, record_id)"
+           " VALUES (%(thread_id)s, %(version)s, %(data)s, %(owner)s, %(format)s, %(version)s, %(record_id)s)"
+           " ON CONFLICT (thread_id) DO NOTHING RETURNING version) SELECT version FROM head WHERE {gate}")
+# What a refused write reads: the head (its columns NULL when there is none).
+_HEAD = ("SELECT h.version, h.claim, h.format, h.record_id FROM (SELECT) AS one"
          " LEFT JOIN {table} AS h ON h.thread_id = %(thread_id)s")
 # The head and the changes the thread is made of, in one statement: one snapshot, never a torn read.
 # Only the changes above data_version (those below were folded, or dropped by a save) and up to the
@@ -224,9 +233,11 @@ _LOAD = ("SELECT version, data, claim, format, changes, record_id, ARRAY(SELECT 
 # Forgetting a thread forgets its changes: two statements in one transaction, the head first. Its
 # delete waits out an append in flight (the head row's lock) and the second statement, with a
 # snapshot of its own, then sees that append's change row too; a single statement's one snapshot
-# would leave it behind, to be read into a thread created again under the id.
-_DELETE_HEAD = "DELETE FROM {table} WHERE thread_id = %(thread_id)s AND {no_code}"
-_DELETE_CHANGES = "DELETE FROM {changes} WHERE thread_id = %(thread_id)s"
+# would leave it behind, to be read into a thread created again under the id. Each asks ``_GATE``: a
+# trigger added on the change table between the two is refused by the second (and the head's delete
+# rolled back with it). The outer query reads neither delete: each runs once it is done.
+_DELETE_HEAD = "WITH gone AS (DELETE FROM {table} WHERE thread_id = %(thread_id)s) SELECT WHERE {gate}"
+_DELETE_CHANGES = "WITH gone AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s) SELECT WHERE {gate}"
 # The conditional updates: each mirrors check_write's rule for its operation. A stored empty owner
 # (a row written by another tool) holds no claim, as checked_head reads it. A statement answers one
 # row when it wrote (the head) and none when its condition refused it. ``{record}`` is where a writer
@@ -237,9 +248,9 @@ _UPDATES: dict[Operation, str] = {
     "save": ("WITH head AS (UPDATE {table} SET version = version + 1, data = %(data)s, claim = NULL,"
              " format = %(ours)s, data_version = version + 1, changes = 0, change_bytes = 0"
              " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
-             " AND {no_code} RETURNING version),"
+             " RETURNING version),"
              " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
-             " SELECT version FROM head"),
+             " SELECT version FROM head WHERE {gate}"),
     # One change: the head moves (the data stays where it is) and the change row is added. A record
     # an earlier release wrote whole (format 1) starts its changes at its current version. A row
     # already at the new seq can only be left over from a deleted thread of the same id: replaced.
@@ -248,26 +259,26 @@ _UPDATES: dict[Operation, str] = {
                " changes = CASE WHEN format < 2 THEN 0 ELSE changes END + 1,"
                " change_bytes = CASE WHEN format < 2 THEN 0 ELSE change_bytes END + octet_length(%(data)s)"
                " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s{record}"
-               " AND {no_code} RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
+               " RETURNING version, changes, change_bytes, octet_length(data) AS data_bytes),"
                " added AS (INSERT INTO {changes} (thread_id, seq, body) SELECT %(thread_id)s, version, %(data)s"
                " FROM head ON CONFLICT (thread_id, seq) DO UPDATE SET body = EXCLUDED.body)"
-               " SELECT version, changes, change_bytes, data_bytes FROM head"),
-    "claim": ("UPDATE {table} SET version = version + 1, claim = %(owner)s"
+               " SELECT version, changes, change_bytes, data_bytes FROM head WHERE {gate}"),
+    "claim": ("WITH head AS (UPDATE {table} SET version = version + 1, claim = %(owner)s"
               " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-              " AND (claim IS NULL OR claim = ''){record} AND {no_code}"),
-    "release": ("UPDATE {table} SET version = version + 1, claim = NULL"
+              " AND (claim IS NULL OR claim = ''){record} RETURNING version) SELECT version FROM head WHERE {gate}"),
+    "release": ("WITH head AS (UPDATE {table} SET version = version + 1, claim = NULL"
                 " WHERE thread_id = %(thread_id)s AND version = %(expected)s AND format <= %(ours)s"
-                " AND claim = %(owner)s{record} AND {no_code}"),
+                " AND claim = %(owner)s{record} RETURNING version) SELECT version FROM head WHERE {gate}"),
 }
 # A compaction: the folded data replaces data and changes at once, if nobody wrote since the load it
 # was built from (same version, same change count, same record: a thread deleted and created again
 # up to that version and count is another record); the version and the claim stay as they are.
 _COMPACT = ("WITH head AS (UPDATE {table} SET data = %(data)s, data_version = version, changes = 0, change_bytes = 0"
             " WHERE thread_id = %(thread_id)s AND version = %(version)s AND changes = %(changes)s"
-            " AND format = %(ours)s AND record_id IS NOT DISTINCT FROM %(record_id)s::text AND {no_code}"
+            " AND format = %(ours)s AND record_id IS NOT DISTINCT FROM %(record_id)s::text"
             " RETURNING version),"
             " dropped AS (DELETE FROM {changes} WHERE thread_id = %(thread_id)s AND seq <= (SELECT version FROM head))"
-            " SELECT version FROM head")
+            " SELECT version FROM head WHERE {gate}")
 _RECORD = " AND (%(record_id)s::text IS NULL OR record_id = %(record_id)s)"
 # A compaction of a record without an id holds its row (see PostgresStore._compact) while it reads it again.
 _LOCK = "SELECT 1 FROM {table} WHERE thread_id = %s FOR UPDATE"
@@ -342,7 +353,7 @@ class PostgresStore(_Base):
         self._ids_index = (*parts[:-1], _changes_name(parts[-1], _IDS_SUFFIX))
         self._sql: dict[str, sql.Composed] = {
             name: sql.SQL(text).format(table=identifier, changes=changes, ids=sql.Identifier(self._ids_index[-1]),
-                                       no_code=sql.SQL(_NO_CODE))
+                                       gate=sql.SQL(_GATE))
             for name, text in [("insert", _INSERT), ("head", _HEAD), ("load", _LOAD), ("delete_head", _DELETE_HEAD),
                                ("delete_changes", _DELETE_CHANGES), ("ids_first", _IDS_FIRST),
                                ("ids_after", _IDS_AFTER), ("create_ids", _CREATE_IDS),
@@ -352,13 +363,15 @@ class PostgresStore(_Base):
         }
         for operation, text in _UPDATES.items():
             self._sql[operation] = sql.SQL(text).format(table=identifier, changes=changes, record=sql.SQL(_RECORD),
-                                                        no_code=sql.SQL(_NO_CODE))
+                                                        gate=sql.SQL(_GATE))
         self._identifier = identifier
         self._changes = changes
-        # What every claim's check of the tables' code (_NO_CODE) is given: their names, as the open's
-        # catalog query spells them (set there), and the trusted names.
+        # What every write's check of the tables' code (_GATE) is given: their names, as the open's
+        # catalog query spells them (set there), and the trusted names; a release's names the thread
+        # table alone (the only one it writes).
         self._code_params: dict[str, Any] = {"code_table": None, "code_changes": None,
                                              "code_trusted": sorted(self._trusted)}
+        self._release_code: dict[str, Any] = {}
         self._lock = threading.Lock()
         # A small pool, as the SQLite store keeps: a connection is a server process, too dear to open
         # per call, and connections tied to threads would pile up as threads come and go. A pooled
@@ -487,11 +500,14 @@ class PostgresStore(_Base):
 
     def _delete(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
         params = {"thread_id": thread_id, **self._code_params}
-        with conn.transaction():
-            if conn.execute(self._sql["delete_head"], params).rowcount == 0:
-                # (no thread, or refused by a trigger or a rule added since the store opened the tables)
-                self._refuse_code_since(conn, thread_id, "delete")
-            conn.execute(self._sql["delete_changes"], params)
+        try:
+            with conn.transaction():
+                conn.execute(self._sql["delete_head"], params)
+                conn.execute(self._sql["delete_changes"], params)
+        except self._psycopg.Error:
+            # (the transaction is rolled back: the head stays when the second statement refuses)
+            self._refuse_code_since(conn, thread_id, "delete")
+            raise
 
     def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
         """Up to ``limit`` ids of the stored threads after ``after``, in code point order; see
@@ -552,36 +568,27 @@ class PostgresStore(_Base):
                     assert text is not None  # (a create always carries its data)
                     new = _check_write(thread_id, None, operation, expected_version=None, owner=owner,
                                        record_id=record_id)
-                    inserted = conn.execute(self._sql["insert"], {
+                    inserted = self._gated(conn, thread_id, operation, "insert", {
                         "thread_id": thread_id, "version": new.version, "data": text, "owner": new.claim,
                         "format": new.format, "record_id": new.record_id, **self._code_params,
                     }).rowcount
                     if inserted == 1:
                         return new.version, None
                 else:
+                    code = self._release_code if operation == "release" else self._code_params
                     params = {"thread_id": thread_id, "expected": expected_version, "owner": owner, "data": text,
-                              "ours": STORE_FORMAT_VERSION, "record_id": record_id, **self._code_params}
-                    try:
-                        cursor = conn.execute(self._sql[operation], params)
-                    except self._psycopg.errors.FeatureNotSupported:
-                        # A rule PostgreSQL will not apply inside a save's or an append's WITH (DO INSTEAD
-                        # NOTHING, say) fails the statement before it runs: said as what it is, if so.
-                        self._refuse_code_since(conn, thread_id, operation)
-                        raise
+                              "ours": STORE_FORMAT_VERSION, "record_id": record_id, **code}
+                    cursor = self._gated(conn, thread_id, operation, operation, params)
                     if cursor.rowcount == 1:
                         if operation == "append":
                             _version, changes, change_bytes, data_bytes = cursor.fetchone() or (0, 0, 0, 0)
                             return expected_version + 1, (data_bytes, change_bytes, changes)
                         return expected_version + 1, None
-                # Refused: by a trigger or a rule added since the store opened the tables (named, then, in
-                # a catalog read of its own), or by the rules, which, applied to the row as it is now,
-                # name the error (or recognise the owner's own claim, stored by an earlier attempt whose
-                # reply was lost).
-                found = conn.execute(self._sql["head"], {"thread_id": thread_id, **self._code_params}).fetchone()
+                # Refused by the rules, which, applied to the row as it is now, name the error (or recognise
+                # the owner's own claim, stored by an earlier attempt whose reply was lost).
+                found = conn.execute(self._sql["head"], {"thread_id": thread_id}).fetchone()
                 assert found is not None  # (one row, whatever the table holds)
-                clean, version, *row = found
-                if not clean:
-                    self._refuse_code_since(conn, thread_id, operation)
+                version, *row = found
                 head = None if version is None else checked_head(thread_id, version, *row)
                 new = _check_write(thread_id, head, operation, expected_version=expected_version, owner=owner,
                                    record_id=record_id)
@@ -631,21 +638,28 @@ class PostgresStore(_Base):
         params = {"thread_id": thread_id, "version": version, "changes": count, "data": folded,
                   "ours": STORE_FORMAT_VERSION, "record_id": record_id}
         # (no second attempt on a lost connection: the next append's compaction will do)
-        with self._connection(thread_id) as conn, conn.transaction():
-            if record_id is None:
-                # A record without an id (made by an earlier release, or by a process of it still
-                # running) has none to tell a thread made again from it, up to the same version and
-                # change count: its row is held (its writers wait, for a read) and it must still be
-                # the very record folded.
-                conn.execute(self._sql["lock"], (thread_id,))
-                if conn.execute(self._sql["load"], (thread_id,)).fetchone() != row:
-                    return False
-            # (a compaction refused by a trigger or a rule added since writes nothing: the next append says why)
-            return conn.execute(self._sql["compact"], {**params, **self._code_params}).rowcount == 1
+        with self._connection(thread_id) as conn:
+            try:
+                with conn.transaction():
+                    if record_id is None:
+                        # A record without an id (made by an earlier release, or by a process of it still
+                        # running) has none to tell a thread made again from it, up to the same version and
+                        # change count: its row is held (its writers wait, for a read) and it must still be
+                        # the very record folded.
+                        conn.execute(self._sql["lock"], (thread_id,))
+                        if conn.execute(self._sql["load"], (thread_id,)).fetchone() != row:
+                            return False
+                    return conn.execute(self._sql["compact"], {**params, **self._code_params}).rowcount == 1
+            except self._psycopg.Error:
+                # (refused by a trigger or a rule added since the append: STORE-SCHEMA, which the caller
+                # logs; the transaction is rolled back, so the catalog can be asked)
+                self._refuse_code_since(conn, thread_id, "compaction")
+                raise
 
     def _create_table(self, conn: psycopg.Connection[Any]) -> None:
         name = self._identifier.as_string(conn)
         self._code_params.update(code_table=name, code_changes=self._changes.as_string(conn))
+        self._release_code = {**self._code_params, "code_changes": None}
         sql = self._psycopg.sql
         with conn.transaction():
             # Two processes creating (or migrating) the same table at once would collide on the
@@ -674,25 +688,45 @@ class PostgresStore(_Base):
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 self._identifier, sql.Literal(_COMMENT.format(_LAYOUT))))
 
+    def _gated(self, conn: psycopg.Connection[Any], thread_id: str, operation: str, statement: str,
+               params: Mapping[str, Any]) -> psycopg.Cursor[Any]:
+        """Run a write's statement (one that asks ``_GATE``); when it fails, say why if the reason is a
+        trigger or a rule added since the store opened the tables (``_refuse_code_since``)."""
+        try:
+            return conn.execute(self._sql[statement], params)
+        except self._psycopg.Error:
+            # (also a rule PostgreSQL will not apply inside a write's WITH, DO ALSO or DO INSTEAD NOTHING
+            # say, which fails the statement before it runs)
+            self._refuse_code_since(conn, thread_id, operation)
+            raise
+
     def _refuse_code_since(self, conn: psycopg.Connection[Any], thread_id: str, operation: str) -> None:
-        """After a write touched no row: ``StoreError`` (``STORE-SCHEMA``, naming the thread) when a trigger
-        or a rule not trusted is on the store's tables now, added after the store opened them (the write's
-        own statement refused it, ``_NO_CODE``); nothing when none is (a lost race, or no such thread). A
-        round trip of its own only here, after a refusal."""
-        untrusted, _ = self._foreign_code(conn, self._identifier.as_string(conn))
+        """After a write's statement failed: ``StoreError`` (``STORE-SCHEMA``, naming the thread) when a
+        trigger or a rule not trusted is on the tables the write asked about, added after the store opened
+        them (the statement's own test, ``_GATE``, failed it, or PostgreSQL refused such a rule in it);
+        nothing when none is, or the connection cannot ask (gone; the statement's own error then stands). A
+        round trip of its own only here, after a failure."""
+        if conn.broken or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            return
+        changes = None if operation == "release" else self._changes.as_string(conn)
+        untrusted, _ = self._foreign_code(conn, self._identifier.as_string(conn), changes)
         if untrusted:
             sent = ", and nothing was sent" if operation == "claim" else ""
+            # (a run's save refused so may leave its claim held: the release asks too, see _GATE)
+            held = (". A run whose save this was may keep its claim: thread.release_claim() gives it back once "
+                    "they are gone" if operation in ("save", "append") else "")
             raise StoreError(
                 f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, added after the store "
                 "opened them, which agui_client does not make: a trigger or a rule runs with every write and can "
                 f"clear or rewrite a claim (two replicas then send the same resume); the {operation} wrote nothing"
-                f"{sent}. Drop them, or name them in trusted_objects if you vouch for what they do",
+                f"{sent}. Drop them (DROP TRIGGER … ON …, DROP RULE … ON …), or name them in trusted_objects if you "
+                f"vouch for what they do{held}",
                 thread_id=thread_id, code="STORE-SCHEMA")
 
-    def _foreign_code(self, conn: psycopg.Connection[Any], name: str) -> tuple[list[tuple[str, str]], list[str]]:
-        """The triggers and rules on the store's tables not trusted (kind, name), and the trusted names on
-        neither table."""
-        changes = self._changes.as_string(conn)
+    def _foreign_code(self, conn: psycopg.Connection[Any], name: str, changes: str | None
+                      ) -> tuple[list[tuple[str, str]], list[str]]:
+        """The triggers and rules on the store's tables (the change table's ``changes``: ``None`` leaves it
+        out) not trusted (kind, name), and the trusted names on neither table."""
         found = [(str(kind), str(n)) for kind, n in conn.execute(_FOREIGN_CODE, (name, changes)).fetchall()]
         untrusted = [(kind, n) for kind, n in found if n not in self._trusted]
         return untrusted, sorted(self._trusted - {n for _, n in found})
@@ -706,10 +740,10 @@ class PostgresStore(_Base):
         claim (or a rule that rewrites the claim's ``UPDATE``) lets two replicas both send the same
         resume, and either can run any query, for as long as it likes, inside every claim. agui_client
         makes none. Looked at when the store opens the tables (a catalog query, under the advisory
-        lock), and by every write's own statement (``_NO_CODE``), so one added later
+        lock), and by every write's own statement (``_GATE``), so one added later
         is refused before a run sends anything.
         """
-        untrusted, absent = self._foreign_code(conn, name)
+        untrusted, absent = self._foreign_code(conn, name, self._changes.as_string(conn))
         if untrusted:
             raise StoreError(
                 f"PostgreSQL store {self._where}: its tables carry {_kinds(untrusted)}, which agui_client does not make"

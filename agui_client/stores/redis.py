@@ -158,8 +158,15 @@ if not version or not expected or format > ours then return refused() end
 if named ~= '' and named ~= record then return refused() end
 if op == 'claim' and claim ~= '' and claim == owner and version == expected + 1 then return {1, version} end
 if version ~= expected then return refused() end
+if (op == 'claim' and claim ~= '') or (op == 'release' and claim ~= owner) then return refused() end
+if op ~= 'save' and op ~= 'append' and op ~= 'claim' and op ~= 'release' then
+  return redis.error_reply('agui store: unknown operation ' .. op)
+end
 -- Every write that lands (re)states the thread's entry in the index, after its checks: a no-op for a
 -- thread already there, and the entry of one an earlier release created after the index was built.
+-- It is the first write: a key of another kind under the index's name (another application's) fails
+-- it, and a script stopped by an error keeps what it wrote before, so nothing else may come first.
+redis.call('ZADD', KEYS[2], 0, thread_id)
 if op == 'save' then
   whole(version + 1, '')
 elseif op == 'append' then
@@ -169,18 +176,12 @@ elseif op == 'append' then
   local change_bytes = tonumber(head[5] or '0') + #text
   redis.call('HSET', key, 'version', version + 1, 'claim', '', 'format', ours, 'c:' .. n, text,
              'changes', n, 'change_bytes', change_bytes, 'data_bytes', data_bytes)
-  redis.call('ZADD', KEYS[2], 0, thread_id)
   return {1, version + 1, data_bytes, change_bytes, n}
 elseif op == 'claim' then
-  if claim ~= '' then return refused() end
   redis.call('HSET', key, 'version', version + 1, 'claim', owner)
-elseif op == 'release' then
-  if claim ~= owner then return refused() end
-  redis.call('HSET', key, 'version', version + 1, 'claim', '')
 else
-  return redis.error_reply('agui store: unknown operation ' .. op)
+  redis.call('HSET', key, 'version', version + 1, 'claim', '')
 end
-redis.call('ZADD', KEYS[2], 0, thread_id)
 return {1, version + 1}
 """
 
@@ -210,10 +211,11 @@ return 1
 """
 
 
-# KEYS[1]: the thread's hash, KEYS[2]: the listing's index. ARGV[1]: the thread id. A delete forgets both.
+# KEYS[1]: the thread's hash, KEYS[2]: the listing's index. ARGV[1]: the thread id. A delete forgets both,
+# the index entry first: a key of another kind under the index's name fails the script before the hash goes.
 _DELETE = """
-redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
 return 1
 """
 
@@ -399,7 +401,7 @@ class RedisStore(_Base):
             StoreError: Redis failed, or the store is closed.
         """
         check_thread_id(thread_id, stored=True)
-        with self._calls(thread_id):
+        with self._calls(thread_id, self._key(thread_id), self._index):
             self._delete_script(keys=[self._key(thread_id), self._index], args=[thread_id])
 
     def thread_ids(self, *, after: str | None = None, limit: int = 100) -> list[str]:
@@ -421,7 +423,7 @@ class RedisStore(_Base):
         page: list[str] = []
         start = "-" if after is None else "(" + after
         indexed = False
-        with self._calls(None):
+        with self._calls(None, index=self._index):
             while len(page) < limit:
                 want = limit - len(page)
                 answer = self._list_script(keys=[self._index, self._indexed], args=[self._prefix, start, str(want)])
@@ -474,7 +476,7 @@ class RedisStore(_Base):
 
     def _read(self, thread_id: str) -> _Record | None:
         """The record's fields, from one ``HGETALL`` (one consistent snapshot)."""
-        with self._calls(thread_id):
+        with self._calls(thread_id, self._key(thread_id)):
             fields: Mapping[Any, Any] = self._client.hgetall(self._key(thread_id))
         if not fields:
             return None
@@ -514,7 +516,7 @@ class RedisStore(_Base):
         args = [str(record.version), str(len(record.changes)), record.record_id or "", text, str(STORE_FORMAT_VERSION)]
         if record.record_id is None:
             args += [record.text, *record.changes]  # (compared by the script: see _COMPACT)
-        with self._calls(thread_id):
+        with self._calls(thread_id, self._key(thread_id)):
             done = self._compact_script(keys=[self._key(thread_id)], args=args)
         return int(done) == 1
 
@@ -533,7 +535,7 @@ class RedisStore(_Base):
                                    owner or "", text or "", str(STORE_FORMAT_VERSION), thread_id, created,
                                    record_id or ""]
         keys = [self._key(thread_id), self._index]
-        with self._calls(thread_id):
+        with self._calls(thread_id, *keys):
             try:
                 reply = self._script(keys=keys, args=args)
             except self._connection_lost:
@@ -558,19 +560,45 @@ class RedisStore(_Base):
                          thread_id=thread_id)
 
     @contextmanager
-    def _calls(self, thread_id: str | None) -> Iterator[None]:
-        """Redis's own errors leave as ``StoreError``."""
+    def _calls(self, thread_id: str | None, record: str | None = None, index: str | None = None) -> Iterator[None]:
+        """Redis's own errors leave as ``StoreError``; one about a key's kind (``WRONGTYPE``) names the key
+        of the call's (the thread's hash ``record``, the listing's ``index``) that is not what the store
+        keeps there."""
         if self._closed:
             raise store_closed(thread_id)
         try:
             yield
         except self._redis_error as exc:
             where = "" if thread_id is None else f" for thread {quoted_name(thread_id)}"
+            misplaced = self._misplaced(record, index) if str(exc).startswith("WRONGTYPE") else None
+            if misplaced is not None:
+                key, found, what = misplaced
+                raise StoreError(
+                    f"Redis store failed{where}: key {quoted_name(key)} holds a {quoted_name(found)}, not the {what} "
+                    "the store keeps under that name: another application's key, or one written by hand; nothing "
+                    "was written. Remove or rename it, or give the store a prefix (index_key) of its own",
+                    thread_id=thread_id) from exc
             raise StoreError(f"Redis store failed{where}: {exc}", thread_id=thread_id) from exc
         except UnicodeDecodeError as exc:  # (a client with decode_responses=True, reading a hash that is not text)
             where = "a listing" if thread_id is None else f"thread {quoted_name(thread_id)}"
             raise StoreError(f"{where}: Redis answered with bytes that are not UTF-8 (a damaged or "
                              f"foreign record): {exc}", thread_id=thread_id) from exc
+
+    def _misplaced(self, record: str | None, index: str | None) -> tuple[str, str, str] | None:
+        """After Redis refused a call for a key's kind: the call's key that holds another kind than the store
+        keeps there (the key, its kind, what the store keeps), or ``None``. A round trip of its own, after
+        such a failure only; every script fails on such a key before its first write, so nothing was
+        written."""
+        try:
+            for key, kind, what in ((record, "hash", "thread record (a hash)"),
+                                    (index, "zset", "listing's index (a zset)")):
+                found = None if key is None else _text(self._client.type(key))
+                if found not in (None, "none", kind):
+                    assert key is not None
+                    return key, str(found), what
+        except self._redis_error:
+            return None  # (the call's own error stands)
+        return None
 
 
 @frozen(kw_only=True)

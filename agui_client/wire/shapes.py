@@ -25,7 +25,9 @@ every later new shape, from every other agent, take the slow path. Now:
   variable then, and a miss with none in force raises :class:`NewShape` (a :class:`Fallback`), for the
   caller that has one to read again with it (:func:`charged`); a caller with none reads the checked way.
   The decoder reads a response's events under its allowance from the start once it is spent (then every
-  new shape is declined, and a second read would only be declined again): that response's cost alone.
+  new shape is declined, and a second read would only be declined again): that response's cost alone. The
+  session's front-end does the same for an event whose type came in another shape last (where a miss can
+  be); an event of its type's last shape is read with no look at the allowance.
 
 The bound: per reader, :data:`MAX_LIVE_SHAPES` + :data:`MAX_RESTING_SHAPES` = 64 functions (the number
 the one budget kept before), each with its keys (at most :data:`MAX_SHAPE_TEXT` characters together). A function

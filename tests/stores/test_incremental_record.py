@@ -336,7 +336,7 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
     meanwhile: list[object] = []
     started: list[bool] = []
 
-    def folding(thread_id: str, text: Any, changes: Any) -> Any:
+    def folding(thread_id: str, text: Any, changes: Any, **options: Any) -> Any:
         # (once: the append meanwhile may fold too, when its store is this one, as MemoryStore's is)
         if not started:
             started.append(True)
@@ -352,7 +352,7 @@ def test_a_compaction_folds_without_a_lock_and_a_write_meanwhile_wins(
             threading.Thread(target=append, daemon=True).start()
             if not landed.wait(20):
                 meanwhile.append("the append waited for the fold")
-        return fold(thread_id, text, changes)
+        return fold(thread_id, text, changes, **options)
 
     monkeypatch.setattr(module, "compacted", folding)
     store.save("t", small(1), expected_version=None)
@@ -406,7 +406,7 @@ def test_a_compaction_never_folds_a_record_without_an_id_over_one_made_again_mea
     fold = module.compacted
     started: list[bool] = []
 
-    def folding(thread_id: str, text: Any, changes: Any) -> Any:
+    def folding(thread_id: str, text: Any, changes: Any, **options: Any) -> Any:
         if not started:
             started.append(True)
             other.delete("t")
@@ -414,7 +414,7 @@ def test_a_compaction_never_folds_a_record_without_an_id_over_one_made_again_mea
             _without_record_id(inc, "t")
             for n in range(1, 4):
                 other.append("t", _again(n), expected_version=n)
-        return fold(thread_id, text, changes)
+        return fold(thread_id, text, changes, **options)
 
     monkeypatch.setattr(module, "compacted", folding)
     store.save("t", small(1), expected_version=None)

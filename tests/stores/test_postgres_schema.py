@@ -260,15 +260,17 @@ def _rows(postgres_dsn: str, table: str) -> Any:
                 and conn.execute(f'SELECT * FROM "{table}_audit"').fetchall())
 
 
-@pytest.mark.parametrize(("made", "said", "dropped"), [
-    (_audit, f"the triggers '{AUDIT}'", f'DROP TRIGGER {AUDIT} ON "{{table}}"'),
-    (_lose_changes, "the rules 'lose_changes'", 'DROP RULE lose_changes ON "{table}_changes"'),
+@pytest.mark.parametrize(("made", "said", "dropped", "on_thread_table"), [
+    (_audit, f"the triggers '{AUDIT}'", f'DROP TRIGGER {AUDIT} ON "{{table}}"', True),
+    (_lose_changes, "the rules 'lose_changes'", 'DROP RULE lose_changes ON "{table}_changes"', False),
 ], ids=["trigger", "rule"])
 def test_every_write_refuses_a_trigger_or_rule_added_after_open_and_writes_nothing(
-        postgres_dsn: str, table: str, made: Any, said: str, dropped: str) -> None:
+        postgres_dsn: str, table: str, made: Any, said: str, dropped: str, on_thread_table: bool) -> None:
     # Before: only a claim asked whether the tables carried code added after the store opened them, so
     # until the next claim a save, an append (the rule dropped its change while the head moved on), a
-    # release, a thread's creation and a delete ran it. Each write's own statement now asks too.
+    # release, a thread's creation and a delete ran it. Each write's own statement now asks too. A
+    # release asks about the thread table alone, the only one it writes: code on the change table alone
+    # lets it give the claim back (it runs none), and the run's save is still refused.
     with PostgresStore(postgres_dsn, table=table) as store:
         store.append("t", {"messagesFrom": 0}, expected_version=1)
         assert store.claim("t", expected_version=2, owner="me") == 3
@@ -277,7 +279,6 @@ def test_every_write_refuses_a_trigger_or_rule_added_after_open_and_writes_nothi
         writes = {
             "save": lambda: store.save("t", {"n": 2}, expected_version=3),
             "append": lambda: store.append("t", {"messagesFrom": 1}, expected_version=3),
-            "release": lambda: store.release("t", claimed_version=3, owner="me"),
             "delete": lambda: store.delete("t"),
         }
         refusals = []
@@ -289,8 +290,13 @@ def test_every_write_refuses_a_trigger_or_rule_added_after_open_and_writes_nothi
             store.save("new", {"n": 1}, expected_version=None)
         refusals.append(("save", "new", created.value))
         after = _rows(postgres_dsn, table)
-        _run(postgres_dsn, dropped.format(table=table))
+        if on_thread_table:
+            with pytest.raises(StoreError) as caught:
+                store.release("t", claimed_version=3, owner="me")
+            refusals.append(("release", "t", caught.value))
+            _run(postgres_dsn, dropped.format(table=table))
         released = store.release("t", claimed_version=3, owner="me")
+        released_rows = _rows(postgres_dsn, table)
 
     for operation, thread_id, refused in refusals:
         text = str(refused)
@@ -299,3 +305,5 @@ def test_every_write_refuses_a_trigger_or_rule_added_after_open_and_writes_nothi
         assert "INSTEAD" not in text and "INSERT INTO" not in text
     assert after == before and before[2] in (False, [])  # (nothing written, and the trigger never ran)
     assert released == 4
+    # (the release wrote the head alone: the change rows are the ones before it)
+    assert released_rows[1] == before[1]

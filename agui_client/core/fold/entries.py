@@ -42,7 +42,7 @@ __all__ = [
 
 
 class Call:
-    __slots__ = ("id", "name", "args", "metadata", "encrypted_value", "complete", "streamed", "frozen")
+    __slots__ = ("id", "name", "args", "metadata", "encrypted_value", "complete", "streamed", "frozen", "judged")
 
     def __init__(self, call_id: str, name: str, arguments: str = "", metadata: dict[str, Any] | None = None,
                  encrypted_value: str | None = None, complete: bool = True) -> None:
@@ -57,6 +57,9 @@ class Call:
         # them (``read_parts``), never them: a lone UTF-16 half may be paired by a later delta.
         self.streamed = False
         self.frozen: msg.ToolCall | None = None
+        # The arguments' text last judged whole (see ``judged_whole``): held as one part, this very
+        # string needs no second look for UTF-16 halves.
+        self.judged: str | None = None
 
     @classmethod
     def of(cls, call: msg.ToolCall) -> Call:
@@ -79,10 +82,9 @@ class Call:
         args = self.args
         arguments = ""
         if args:
-            if len(args) != 1 or not args[0].isascii():
+            arguments = args[0]
+            if len(args) != 1 or not arguments.isascii() and arguments is not self.judged:
                 self.args, arguments = read_parts(args, warn, self.id, streamed=self.streamed)
-            else:
-                arguments = args[0]
         out: dict[str, Any] = {"id": self.id, "type": "function",
                                "function": {"name": self.name, "arguments": arguments}}
         if self.encrypted_value is not None:
@@ -94,8 +96,11 @@ class Call:
     def freeze(self, warn: list[StreamWarning] | None) -> msg.ToolCall:
         if self.frozen is None:
             arguments = ""
-            if self.args:
-                self.args, arguments = read_parts(self.args, warn, self.id, streamed=self.streamed)
+            args = self.args
+            if args:
+                arguments = args[0]
+                if len(args) != 1 or not arguments.isascii() and arguments is not self.judged:
+                    self.args, arguments = read_parts(args, warn, self.id, streamed=self.streamed)
             self.frozen = _new_tool_call(
                 id=self.id,
                 function=_new_function_call(name=self.name, arguments=arguments),
@@ -103,6 +108,17 @@ class Call:
                 metadata=shown(self.metadata),
             )
         return self.frozen
+
+    def judged_whole(self, warn: list[StreamWarning] | None) -> None:
+        """The arguments :func:`whole` now (their stream ended or was cut), and that verdict remembered.
+
+        What a save or a read of the call builds later looks at the arguments again only if they are
+        not this very string: the verdict is the text's, and a string never changes, so whatever
+        replaces or extends the arguments afterwards (a delta, a call started again) is judged anew.
+        """
+        if self.args:
+            self.args = whole(self.args, warn, self.id)
+            self.judged = self.args[0]
 
 
 class Entry:
@@ -122,7 +138,7 @@ class Entry:
     """
 
     __slots__ = ("id", "role", "text", "value", "calls", "attrs", "frozen", "complete", "source", "wire_of",
-                 "owned")
+                 "owned", "judged")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
@@ -140,6 +156,9 @@ class Entry:
         # Whether ``value`` (an activity's content) is the fold's own: made by it, and handed out to no one
         # since. Only then may a patch change it in place (a message handed out holds the very dict).
         self.owned = False
+        # The text last judged whole (see ``judged_whole``): held as one part, this very string needs no
+        # second look for UTF-16 halves.
+        self.judged: str | None = None
 
     @classmethod
     def of(cls, message: msg.Message) -> Entry:
@@ -219,7 +238,8 @@ class Entry:
                 out = {"id": self.id, "role": role, "content": ""}
             else:
                 content = text[0]
-                if len(text) != 1 or not content.isascii():  # (one ASCII part is whole already)
+                # (one ASCII part is whole already, as is the one part judged whole when it ended)
+                if len(text) != 1 or not content.isascii() and content is not self.judged:
                     self.text, content = read_parts(text, warn, self.id, streamed=not self.complete)
                 out = {"id": self.id, "role": role, "content": content}
         elif role == "assistant":
@@ -254,11 +274,14 @@ class Entry:
         kwargs = dict(self.attrs)
         if "metadata" in kwargs:
             kwargs["metadata"] = shown(kwargs["metadata"])
-        if self.text is not None:
-            if not self.text:
+        text = self.text
+        if text is not None:
+            if not text:
                 kwargs["content"] = ""  # (left empty, as in wire())
+            elif len(text) == 1 and (text[0].isascii() or text[0] is self.judged):
+                kwargs["content"] = text[0]
             else:
-                self.text, kwargs["content"] = read_parts(self.text, warn, self.id, streamed=not self.complete)
+                self.text, kwargs["content"] = read_parts(text, warn, self.id, streamed=not self.complete)
         elif self.role != "assistant":
             kwargs["content"] = self.value
             self.owned = False  # (the message handed out holds it)
@@ -269,6 +292,13 @@ class Entry:
         built: msg.Message = _ROLE_BUILDERS[self.role](id=self.id, **kwargs)
         self.frozen = built
         return built
+
+    def judged_whole(self, warn: list[StreamWarning] | None) -> list[str]:
+        """The text :func:`whole` now (the message ended or was cut), that verdict remembered as for
+        :meth:`Call.judged_whole`; returns the text."""
+        text = self.text = whole(self.text, warn, self.id)  # type: ignore[arg-type]
+        self.judged = text[0] if text else None
+        return text
 
 
 class LazyEntry(Entry):
@@ -304,6 +334,8 @@ class LazyEntry(Entry):
             return object.__getattribute__(self, name)
         if name == "owned":
             return False  # (never set: the value came with a message, held by whoever made it)
+        if name == "judged":
+            return None  # (never set: the text came with a message, never judged by the fold)
         raise AttributeError(name)
 
 

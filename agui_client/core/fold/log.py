@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import StreamWarning
 from ...wire.types import messages as msg
-from .entries import Call, Entry, Held, LazyEntry, new_entry, role_of, type_held, whole, wire_entry
+from .entries import Call, Entry, Held, LazyEntry, new_entry, role_of, type_held, wire_entry
 from .records import RunRecord, note_added, note_removed
 
 __all__ = ["MessageLog", "hold", "holder_of"]
@@ -536,7 +536,7 @@ class MessageLog:
                 entry.complete = False
                 self.incomplete.add(message_id)
                 if entry.text is not None:
-                    entry.text = whole(entry.text, self.warnings, entry.id)
+                    entry.judged_whole(self.warnings)
         for call_id in tool_call_ids:
             found = self.call(call_id)
             if found is not None:
@@ -545,8 +545,7 @@ class MessageLog:
                 call.complete = False
                 call.streamed = False
                 self.incomplete.add(call_id)
-                if call.args:
-                    call.args = whole(call.args, self.warnings, call_id)
+                call.judged_whole(self.warnings)
 
 
 def holder_of(found: tuple[Entry, Call] | Held | None) -> Held | None:

@@ -16,7 +16,7 @@ from ...wire.depth import containers_outside_strings
 from ...wire.types import messages as msg
 from ...wire.types.base import Metadata
 from ...wire.values import is_json
-from .entries import Call, Entry, OwnMetadata, merge_metadata, settle, text_from, whole
+from .entries import Call, Entry, OwnMetadata, merge_metadata, settle, text_from
 from .log import MessageLog
 from .records import RunRecord
 
@@ -197,7 +197,7 @@ class Streams:
                     text = entry.text = settle(text, count, log.warnings, entry.id, replaced=replaced)
                     replaced = replaced or "\ufffd" in text[-1]
             else:
-                text = entry.text = whole(text, log.warnings, entry.id)
+                text = entry.judged_whole(log.warnings)
                 replaced = None
             if text and len(text[0]) >= _SETTLED_MIN:
                 if len(self._settled) >= _SETTLED_MAX:
@@ -327,9 +327,8 @@ class Streams:
 
     def _judge(self, call: Call) -> Sequence[StreamWarning]:
         call.streamed = False
-        if call.args:
-            # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
-            call.args = whole(call.args, self.log.warnings, call.id)
+        # Joined once, now that the arguments are complete (a repaired UTF-16 half stays JSON).
+        call.judged_whole(self.log.warnings)
         if call.args and too_dense_to_parse(call.args[0]):
             return (_warning("TC-06/AGUI204", f"arguments of tool call {quoted_name(call.id)} are not judged: "
                              f"they hold more than {MAX_ARGUMENT_CONTAINERS:,} '[' and '{{' outside strings (kept as "
