@@ -72,7 +72,7 @@ class Framer:
             self._watched(chunk)
         payloads = self.decoder.feed_payloads(chunk)
         if self.budget is not None:
-            self.budget.read(chunk, len(payloads))
+            self.budget.read(chunk, len(payloads), replaced=self.decoder.replaced)
         if self.decoder.warnings:
             self._drain()
         self.frames += len(payloads)
@@ -80,6 +80,8 @@ class Framer:
 
     def close(self) -> list[str | bytes]:
         frames = self.decoder.close()
+        if self.budget is not None and self.decoder.replaced:
+            self.budget.read(b"", 0, replaced=True)  # (the last event's, replaced as it closed, may widen)
         self._drain()
         self.frames += len(frames)
         if self.frames == 0 and self.media not in ("", SSE) and self.head.strip():

@@ -52,8 +52,8 @@ import unicodedata
 from collections.abc import Callable
 
 __all__ = ["visible", "visible_after", "prose_with", "one_line", "named", "ascii_named", "unmixed", "quoted_name",
-           "some_lines", "hidden", "escape", "escape_all", "quoted", "CANDIDATES", "QUOTED_CHARS", "NAME_CHARS",
-           "STACKED_MARKS"]
+           "some_lines", "hidden", "escape", "escape_all", "quoted", "shown_pointer", "CANDIDATES", "QUOTED_CHARS",
+           "NAME_CHARS", "KEY_CHARS", "POINTER_STEPS", "STACKED_MARKS"]
 
 #: Unicode categories of the characters a terminal obeys or a reader cannot see.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -216,6 +216,41 @@ def quoted(text: str) -> str:
     if len(text) <= QUOTED_CHARS:
         return text
     return f"{text[:QUOTED_CHARS]}... ({len(text) - QUOTED_CHARS} more characters)"
+
+
+#: The most characters of a key a message quotes (the wire's own keys are under 30): an agent's, or one
+#: a pointer passes through (:func:`shown_pointer`).
+KEY_CHARS = 100
+#: The steps a message shows at either end of a JSON pointer of more than twice as many.
+POINTER_STEPS = 16
+
+
+def shown_pointer(pointer: str) -> str:
+    """A JSON pointer into a value as a message quotes it (``/`` for the value itself).
+
+    A pointer holds every key it passes through whole, and those keys are whoever built the value's: a
+    state's keys the agent chose, a payload's the caller did. One key of a megabyte made an error of a
+    megabyte, printed and logged whole, and a list nested 100,000 deep a pointer of 200,000 characters.
+    So a step longer than :data:`KEY_CHARS` is cut there, followed by its length; a pointer of more
+    than twice :data:`POINTER_STEPS` steps shows its first and last ones with the count of those left
+    out between; and what a terminal would obey is written as its escape (:func:`visible`). What is left
+    still says where (the steps around a cut one are whole); the error's ``pointer`` attribute keeps the
+    pointer whole, to look the place up with.
+
+    >>> shown_pointer("/rows/" + "k" * 1_000 + "/0")[-30:]
+    'kkkkkkk...(1,000 characters)/0'
+    >>> shown_pointer("/0" * 100)
+    '/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/...(68 steps)/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0'
+    """
+    if not pointer:
+        return "/"
+    if len(pointer) <= KEY_CHARS and pointer.count("/") <= 2 * POINTER_STEPS:
+        return visible(pointer)  # (nothing to cut: every step fits, and so do the steps)
+    steps = pointer.split("/")[1:]
+    if len(steps) > 2 * POINTER_STEPS:
+        steps = [*steps[:POINTER_STEPS], f"...({len(steps) - 2 * POINTER_STEPS:,} steps)", *steps[-POINTER_STEPS:]]
+    return visible("".join("/" + (step if len(step) <= KEY_CHARS
+                                  else f"{step[:KEY_CHARS]}...({len(step):,} characters)") for step in steps))
 
 
 #: The longest name or id shown whole (:func:`named` cuts the rest and adds a digest; :func:`one_line` cuts

@@ -45,7 +45,7 @@ import httpx
 from attrs import frozen
 
 from ._codes import explain_hint
-from ._inert import QUOTED_CHARS, named, quoted, quoted_name, visible
+from ._inert import QUOTED_CHARS, named, quoted, quoted_name, shown_pointer, visible
 
 if TYPE_CHECKING:
     from .core.result import RunResult
@@ -650,7 +650,7 @@ class UnencodableResumePayload(InvalidResumePayload, UnencodableValue):
 
     def __init__(self, message: str, *, interrupt_id: str, field: str, pointer: str, reason: str) -> None:
         InvalidResumePayload.__init__(self, message, ids=(interrupt_id,), problems={"invalid": (interrupt_id,)},
-                                      errors={interrupt_id: (f"{field} at {pointer or '/'}: {reason}",)})
+                                      errors={interrupt_id: (f"{field} at {shown_pointer(pointer)}: {reason}",)})
         self.field = field
         self.pointer = pointer
         self.reason = reason

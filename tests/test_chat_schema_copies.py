@@ -27,16 +27,24 @@ SCHEMA = {"title": "counted", "type": "object", "required": ["answer"],
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the copies made of :data:`SCHEMA` (every interrupt's schema is copied through one function)."""
+    """Count the copies made of :data:`SCHEMA`: every interrupt's schema is copied by ``KeptInterrupts``,
+    from its bytes (``thawed_json``, all of an owner's at once) or one value at a time (``copy_json``,
+    ``foreign_copy``)."""
     copies = [0]
-    real = interrupts.foreign_copy
 
-    def counted(value: Any, plain: bool | None = None) -> Any:
-        if isinstance(value, dict) and value.get("title") == "counted":
-            copies[0] += 1
-        return real(value, plain)
+    def counted(value: Any) -> bool:
+        return isinstance(value, dict) and value.get("title") == "counted"
 
-    monkeypatch.setattr(interrupts, "foreign_copy", counted)
+    def spying(real: Callable[..., Any], many: bool) -> Callable[..., Any]:
+        def spy(*args: Any) -> Any:
+            made = real(*args)
+            copies[0] += sum(map(counted, made)) if many else counted(made)
+            return made
+        return spy
+
+    monkeypatch.setattr(interrupts, "thawed_json", spying(interrupts.thawed_json, True))
+    monkeypatch.setattr(interrupts, "copy_json", spying(interrupts.copy_json, False))
+    monkeypatch.setattr(interrupts, "foreign_copy", spying(interrupts.foreign_copy, False))
     return copies
 
 

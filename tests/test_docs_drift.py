@@ -210,7 +210,9 @@ STATED = [
     ("docs/codes.md", f"an event of {size(budget.PARSED_LARGE)} or more is also charged"),
     ("docs/codes.md", f"{budget.PARSE_COST} bytes for each `[`, `{{`, `,` and `:` it holds and "
                       f"{budget.PARSE_BYTE_COST} bytes for each of its bytes"),
-    ("docs/codes.md", f"every byte of the response, those read before included, is charged {budget.WIDE} bytes more"),
+    ("docs/codes.md", f"{budget.WIDE} bytes for a four-byte UTF-8 character (an emoji)"),
+    ("docs/codes.md", f"{budget.WIDE_BMP} for raw UTF-8 of the BMP"),
+    ("docs/codes.md", f"{budget.WIDE_LATIN1} for a `\\u00XX` escape of a Latin-1 character"),
     ("docs/codes.md", f"More than {number(schema.MAX_SCHEMA_VALUES)} JSON values or "
                       f"{number(schema.MAX_SCHEMA_TEXT)} characters"),
     ("docs/codes.md", f"Nested more than {schema.MAX_SCHEMA_DEPTH} levels"),

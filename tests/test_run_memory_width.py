@@ -4,23 +4,27 @@ CPython holds a string at 1 byte a character when all of them are Latin-1, 2 whe
 U+00FF, 4 when one is beyond (an emoji), for every character of it. Streamed text is joined when it ends,
 so one emoji at the end of a long ASCII message made the thread hold some 4-5 times the bytes it was
 charged; a long string that came whole in one event (a state value, a snapshot's message, a tool result,
-an activity's content) likewise. From the first read of a response whose bytes are not ASCII or hold a
-``\\u`` escape, every byte of the response is charged ``WIDE`` more: these tests hold the charge to what
-the thread holds (tracemalloc), and the refusal to the read that widened.
+an activity's content) likewise. From the first read of a response that may spell a character past
+ASCII, every byte of the response is charged more, by the widest character a read may spell (``WIDE``,
+``WIDE_BMP``, ``WIDE_LATIN1``): these tests hold the charge to what the thread holds (tracemalloc, and a
+property over hostile text), and the refusal to the read that widened.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from wirekit import sse
 
 import agui_client as ag
-from agui_client.core.budget import WIDE, MemoryBudget
+from agui_client.core.budget import WIDE, WIDE_BMP, WIDE_LATIN1, MemoryBudget
 from agui_client.core.session import RunSession
 from agui_client.testing import Finish, ScriptedAgent, Start
 from agui_client.wire.sse import SSEDecoder
@@ -235,37 +239,117 @@ def test_an_ascii_response_is_charged_nothing_for_its_width() -> None:
     assert budget.estimate(session.state.entity_count) < 6 * body  # (the structure's charge, no WIDE on top)
 
 
-def test_every_byte_of_a_response_is_charged_once_more_from_the_read_that_widens_it() -> None:
+def test_every_byte_of_a_response_is_charged_more_from_each_read_that_widens_it() -> None:
     ascii_reads = _run(_stream("text", "a" * 3 * READ))
     before = MemoryBudget(2**40)
     for chunk in ascii_reads:
         before.read(chunk, 0)
-    wide = "\u00e9".encode() * 100
+    latin1 = "\u00e9".encode() * 100  # (raw: its lead byte is not told from a replaced one's, read as the BMP)
+    emoji = EMOJI.encode()
     after = MemoryBudget(2**40)
-    for chunk in ascii_reads + [wide, b"abc"]:
+    for chunk in ascii_reads + [latin1, b"abc"]:
         after.read(chunk, 0)
+    widest = MemoryBudget(2**40)
+    for chunk in ascii_reads + [latin1, b"abc", emoji]:
+        widest.read(chunk, 0)
 
     ascii_bytes = sum(map(len, ascii_reads))
-    assert after.widened and not before.widened
-    assert after.charged - before.charged == (1 + WIDE) * len(wide) + (1 + WIDE) * 3 + WIDE * ascii_bytes
+    assert after.width == WIDE_BMP and widest.width == WIDE and not before.widened
+    assert after.charged - before.charged == (1 + WIDE_BMP) * (len(latin1) + 3) + WIDE_BMP * ascii_bytes
+    # (the emoji's read charges the difference on every byte before it)
+    before_emoji = ascii_bytes + len(latin1) + 3
+    assert widest.charged - after.charged == (1 + WIDE) * len(emoji) + (WIDE - WIDE_BMP) * before_emoji
 
 
-@pytest.mark.parametrize("reads", [[b'"\\u4e2d"'], [b'"abc\\', b'u0101"'], [b'"abc\\u0', b'100"'], ["\u4e2d".encode()],
-                                   ["caf\u00e9".encode()]],
-                         ids=["escape", "escape-split-after-its-backslash", "escape-split-in-its-digits", "utf-8",
-                              "utf-8-latin1"])
-def test_a_read_that_may_spell_a_wide_character_widens_the_response(reads: list[bytes]) -> None:
+@pytest.mark.parametrize(("reads", "width"), [
+    ([b'"\\u4e2d"'], WIDE), ([b'"abc\\', b'u0101"'], WIDE), ([b'"abc\\u0', b'100"'], WIDE),
+    ([b'"\\ud83d\\ude00"'], WIDE), ([b'"\\u00e9 and \\u4e2d"'], WIDE), (["\u4e2d".encode()], WIDE_BMP),
+    (["caf\u00e9".encode()], WIDE_BMP), ([EMOJI.encode()], WIDE), ([b'"a\xff"'], WIDE),
+    ([b'"caf\\u00e9"'], WIDE_LATIN1), ([b'"caf\\', b'u00e9"'], WIDE_LATIN1), ([b'"caf\\u0', b'0e9"'], WIDE_LATIN1),
+    (["\u4e2d".encode(), b'"\\u00e9"'], WIDE_BMP)],
+    ids=["escape", "escape-split-after-its-backslash", "escape-split-in-its-digits", "surrogate-escapes",
+         "latin1-then-cjk-escape", "utf-8", "utf-8-latin1", "utf-8-emoji", "utf-8-past-f0", "latin1-escape",
+         "latin1-escape-split", "latin1-escape-split-in-its-digits", "cjk-then-latin1-escape"])
+def test_a_read_widens_the_response_by_the_widest_character_it_may_spell(reads: list[bytes], width: int) -> None:
     budget = MemoryBudget(2**40)
     for chunk in reads:
         budget.read(chunk, 0)
-    assert budget.widened
+    assert budget.width == width
 
 
-@pytest.mark.parametrize("reads", [[b'"a\\nb\\t\\"', b'c\\\\', b'"x"'], [b'"caf\\u00e9"'], [b'"caf\\', b'u00e9"']],
-                         ids=["other-escapes", "latin1-escape", "latin1-escape-split"])
-def test_escapes_that_spell_no_wide_character_widen_nothing(reads: list[bytes]) -> None:
-    # (an escape of a Latin-1 character, \u00XX, leaves the string 1 byte a character)
+def test_malformed_utf8_the_decoder_replaced_widens_the_response_most() -> None:
+    # (one byte becomes U+FFFD: 2 bytes a character, 3 of UTF-8 beside it)
+    budget = MemoryBudget(2**40)
+    budget.read("\u4e2d".encode(), 0)
+    budget.read(b'"\x80"', 0, replaced=True)
+    assert budget.width == WIDE
+
+
+@pytest.mark.parametrize("reads", [[b'"a\\nb\\t\\"', b'c\\\\', b'"x"'], [b'"\\u0041\\u007f"'], [b'"\\u00', b'41"']],
+                         ids=["other-escapes", "ascii-escape", "ascii-escape-split"])
+def test_escapes_that_spell_ascii_widen_nothing(reads: list[bytes]) -> None:
     budget = MemoryBudget(2**40)
     for chunk in reads:
         budget.read(chunk, 0)
     assert not budget.widened
+
+
+def _held(text: str) -> int:
+    """What CPython holds for ``text``'s characters (1, 2 or 4 bytes each, by the widest), and the UTF-8
+    it keeps beside a string that is not ASCII once it is saved."""
+    widest = max(map(ord, text), default=0)
+    kind = 1 if widest < 0x100 else 2 if widest < 0x10000 else 4
+    return kind * len(text) + (0 if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+
+
+# Runs of ASCII (the characters a wide one widens most) between a few of each width, and text that reads
+# as an escape once written (a backslash, one before ``u00e9``), a lone surrogate, a replacement character.
+_RUNS = st.one_of(st.text(st.characters(max_codepoint=0x7F), max_size=60), st.integers(6, 200).map("x".__mul__),
+                  st.text(st.characters(min_codepoint=0x80, max_codepoint=0xFF), max_size=3),
+                  st.text(st.characters(min_codepoint=0x100, max_codepoint=0xFFFF), max_size=3),
+                  st.text(st.characters(min_codepoint=0x10000), max_size=2),
+                  st.sampled_from(["\\", "\\u00e9", "\ud83d", "\ufffd"]))
+# (a lone continuation byte is one U+FFFD each: 2 bytes a character and 3 of UTF-8 for one byte on the wire)
+_GARBAGE = st.sampled_from([b"", b"\x80", b"\x80" * 16, b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f", b"\xff", b"\xc0\xaf"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# (the widest a character of each width makes a string: the rest of it ASCII)
+@example(deltas=["a" * 60, EMOJI], escaped=False, garbage=b"", garbage_at=0, cuts=[7])
+@example(deltas=["a" * 60 + "\u4e2d"], escaped=False, garbage=b"", garbage_at=0, cuts=[64])
+@example(deltas=["a" * 60 + "\u00e9"], escaped=True, garbage=b"", garbage_at=0, cuts=[64])
+@example(deltas=["a"], escaped=False, garbage=b"\x80" * 16, garbage_at=0, cuts=[64])
+@given(deltas=st.lists(st.lists(_RUNS, max_size=5).map("".join), min_size=1, max_size=6), escaped=st.booleans(),
+       garbage=_GARBAGE, garbage_at=st.integers(min_value=0, max_value=5),
+       cuts=st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=40))
+def test_the_width_charge_bounds_what_any_text_is_held_at(deltas: list[str], escaped: bool, garbage: bytes,
+                                                         garbage_at: int, cuts: list[int]) -> None:
+    # Hostile text streamed as deltas, written raw or escaped, malformed UTF-8 put in one of them, read in
+    # reads cut anywhere (an escape or a character split between two): at every read's check, the text of
+    # the events it completed, joined as the thread joins deltas, is held within what its bytes were
+    # charged, each byte once and the width beyond it. (One way of writing a response, one fault at most:
+    # a response of every kind is charged the widest, which would hide a narrower one's fault.)
+    body = b""
+    sizes = []  # (each delta's bytes on the wire, its quotes and what was put in included)
+    for at, delta in enumerate(deltas):
+        text = json.dumps(delta, ensure_ascii=escaped).encode("utf-8", "surrogatepass")
+        put = garbage if at == garbage_at else b""
+        body += b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":' + text[:-1] + put + b'"}\n\n'
+        sizes.append(len(text) + len(put))
+    reads, at = [], 0
+    for cut in cuts * (len(body) // sum(cuts) + 1):
+        if at < len(body):
+            reads.append(body[at:at + cut])
+            at += cut
+    decoder = SSEDecoder(max_event_bytes=2**20)
+    budget = MemoryBudget(2**40)
+    texts: list[str] = []
+    wire = 0
+    for chunk in reads:
+        payloads = decoder.feed_payloads(chunk)
+        budget.read(chunk, len(payloads), replaced=decoder.replaced)
+        for payload in payloads:
+            texts.append(json.loads(payload)["delta"])
+            wire += sizes[len(texts) - 1]
+        joined = "".join(texts)
+        assert _held(joined) <= (1 + budget.width) * wire, (joined, budget.width)

@@ -29,16 +29,33 @@ One estimate covers every mix of events, from two things that can be read withou
 
 **The width text is held at.** CPython holds a string at the width of its widest character: 1 byte a
 character while all are Latin-1, 2 once one is in the BMP above U+00FF, 4 once one is beyond (an
-emoji), for every character of it. So one emoji at the end of 1 MiB of ASCII deltas made the thread
-hold the joined text at 4 MiB (beside its parts, for a moment) for the 1.1 MB it was charged, and one
-in a long state value, snapshot message or tool result likewise: the thread held up to some 5 times
-the budget. Which text a character widens is not known without a look at every event, so the whole
-response pays: from the first read whose bytes are not all ASCII or hold a ``\\u`` escape of a
-character past Latin-1, every byte of the response, those before included, is charged :data:`WIDE`
-bytes more. A character is at least one byte on the wire, so that bounds the widest string (and the
-UTF-8 copy CPython keeps beside a wide one once it is saved). A response that stays ASCII pays one
-``isascii`` a read and, if it holds a backslash, one search for such an escape (some 0.4 ns a byte),
-nothing an event; one that does not, one addition a read.
+emoji), for every character of it, and once a string that is not ASCII is saved, its UTF-8 beside it.
+So one emoji at the end of 1 MiB of ASCII deltas made the thread hold the joined text at 4 MiB (beside
+its parts, for a moment) for the 1.1 MB it was charged, and one in a long state value, snapshot message
+or tool result likewise: the thread held up to some 5 times the budget. Which text a character widens
+is not known without a look at every event, so the whole response pays, by the widest character a read
+may spell: from that read on, every byte of the response, those before included, is charged that many
+bytes more (a read that may spell a wider one later charges the difference on every byte). A character
+is at least one byte on the wire and at most four in UTF-8, so per byte of a string, a character of it
+ASCII on the wire being the worst:
+
+* :data:`WIDE` (4) when a read holds a byte of a four-byte UTF-8 character (``F0``-``FF``), a ``\\u``
+  escape past Latin-1 (it may be half of an emoji), or malformed UTF-8 the decoder replaced by U+FFFD
+  (one byte, three in the UTF-8 beside it): 4 bytes a character and 1 of UTF-8;
+* :data:`WIDE_BMP` (2) when its bytes are not ASCII but none of those (raw UTF-8 text of the BMP: a
+  CJK chat): 2 bytes a character and 1 of UTF-8, a raw Latin-1 character too (its lead byte alone is
+  not told apart from a replaced one's without decoding);
+* :data:`WIDE_LATIN1` (1) for a ``\\u00XX`` escape of a Latin-1 character past ASCII: the string stays
+  1 byte a character, and its UTF-8 is kept beside it.
+
+Measured (what the thread held after the run, every string's UTF-8 asked for, against the estimate): a
+CJK chat streamed raw in deltas of 3 characters was charged 8.4 times its bytes where it held 0.21, now
+6.4; one in deltas of 32, 6.6 now 4.6. A response that stays ASCII pays one ``isascii`` a read and, if
+it holds a backslash, one search for an escape (some 0.4 ns a byte), nothing an event; one of raw BMP
+text, one look for a four-byte character's lead a read (``bytes.translate``: the read's charge 50 µs a
+64 KiB read where it was 24, of the 1.5-2.9 ms folding it takes); one that may hold a wider character,
+one addition a read. (An escaped CJK chat still widens to :data:`WIDE` at its first escape: telling a
+surrogate's escape from a CJK one took a regular expression 0.4 ms a read.)
 
 It counts what the response built, less one thing it let go of: a state document that a snapshot of
 the same response brought, and another replaces, is credited its structure (the document counts it,
@@ -77,7 +94,7 @@ from ..errors import LimitExceeded
 from ..wire.jsonio import leading_type
 
 __all__ = ["MemoryBudget", "DEFAULT_MAX_RUN_MEMORY", "STRUCTURE_COST", "ENTITY_COST", "COPY_COST", "ENVELOPE",
-           "PARSE_COST", "PARSE_BYTE_COST", "PARSED_LARGE", "WIDE"]
+           "PARSE_COST", "PARSE_BYTE_COST", "PARSED_LARGE", "WIDE", "WIDE_BMP", "WIDE_LATIN1"]
 
 #: The default budget of what one run's response may make the thread hold (``max_run_memory``).
 DEFAULT_MAX_RUN_MEMORY = 2**30
@@ -111,16 +128,30 @@ PARSE_BYTE_COST = 9
 #: completes.
 PARSED_LARGE = 128 * 1024
 
-#: Charged for each byte of a response, beyond the byte, once a read of it showed text that may not be
-#: ASCII: CPython may then hold a text's every character in 4 bytes (one emoji widens all of it), and a
-#: character is at least one byte on the wire.
+#: Charged for each byte of a response, beyond the byte, once a read of it may spell a character beyond
+#: the BMP (an emoji): CPython may then hold a text's every character in 4 bytes (one emoji widens all of
+#: it), and its UTF-8 beside it, and a character is at least one byte on the wire.
 WIDE = 4
+#: As :data:`WIDE`, once a read's raw UTF-8 may spell a character of the BMP past Latin-1 but none beyond:
+#: 2 bytes a character, and the UTF-8 beside them.
+WIDE_BMP = 2
+#: As :data:`WIDE`, once a read escapes a Latin-1 character past ASCII (``\\u00e9``): 1 byte a character,
+#: and the UTF-8 beside them (a string that is not ASCII keeps it apart once saved).
+WIDE_LATIN1 = 1
 
-# A ``\\u`` escape of a character past Latin-1 (one Python may hold wider than a byte): ``\\u00XX`` is not
-# one. (A regular expression: ``in`` searches for a two-byte needle a step or two at a time, some three
-# times as long on a read full of escaped newlines.) An escaped backslash before a ``u`` reads as one
-# too, which only charges more.
-_ESCAPE_WIDER = re.compile(rb"\\u(?!00)")
+# A ``\\u`` escape of a character past ASCII, its four digits whole: ``\\u00`` then 0-7 is ASCII. (A
+# regular expression: ``in`` searches for a two-byte needle a step or two at a time, some three times as
+# long on a read full of escaped newlines.) An escaped backslash before a ``u`` reads as one too, which
+# only charges more.
+_ESCAPE = re.compile(rb"\\u(?!00[0-7])[0-9A-Fa-f]{4}")
+# The same, past Latin-1 (searched for past a Latin-1 one).
+_ESCAPE_WIDER = re.compile(rb"\\u(?!00)[0-9A-Fa-f]{4}")
+# Every byte but the leads of four-byte UTF-8 characters and the bytes no UTF-8 holds (F0-FF): a read
+# translated with these deleted is empty when it spells no character beyond the BMP.
+_BELOW_ASTRAL = bytes(range(0xF0))
+# The bytes an escape split between two reads may have left at the end of the first (its backslash and
+# up to four more).
+_SEAM = 5
 
 # How far into a refused event its type is looked for (producers write it first).
 _TYPE_WITHIN = 4096
@@ -152,31 +183,61 @@ class MemoryBudget:
         self.room = limit
         #: Whether the last read was as large as :data:`PARSED_LARGE` (any of its events may be).
         self.wide = False
-        #: Whether a read showed text that may not be ASCII: every byte of the response is then charged
-        #: :data:`WIDE` more (see the module docstring).
-        self.widened = False
-        # The response's bytes before it widened, and whether the last read ended in a backslash (a
-        # ``\u`` escape split between two reads).
-        self._ascii_bytes = 0
-        self._backslash = False
+        #: What each byte of the response is charged beyond itself for the width its text may be held
+        #: at: 0 while it is ASCII, else :data:`WIDE_LATIN1`, :data:`WIDE_BMP` or :data:`WIDE` (see the
+        #: module docstring); it only grows.
+        self.width = 0
+        # The response's bytes read, and the end of the last read when it may hold the start of an escape
+        # the next one ends (a ``\u`` escape split between two reads).
+        self._bytes = 0
+        self._seam = b""
 
-    def read(self, chunk: bytes, frames: int) -> None:
-        """Charge a read of the body (decoded), which completed ``frames`` events."""
+    @property
+    def widened(self) -> bool:
+        """Whether a read showed text that may not be ASCII (:attr:`width` above 0)."""
+        return self.width > 0
+
+    def read(self, chunk: bytes, frames: int, replaced: bool = False) -> None:
+        """Charge a read of the body (decoded), which completed ``frames`` events; ``replaced``: whether
+        the decoder has replaced malformed UTF-8 by U+FFFD in the response (one byte made a character
+        Python may hold at 2 bytes, and its UTF-8 at 3)."""
         structure = len(chunk.translate(None, _NOT_STRUCTURE)) - ENVELOPE * frames
         size = len(chunk)
         self.wide = size >= PARSED_LARGE
         # (floored per read: an event's allowance never pays for another read's structure)
         self.charged += size + STRUCTURE_COST * structure if structure > 0 else size
-        if self.widened:
-            self.charged += WIDE * size
-        elif chunk.isascii() and (b"\\" not in chunk or _ESCAPE_WIDER.search(chunk) is None) \
-                and not (self._backslash and _ESCAPE_WIDER.match(b"\\" + chunk[:5]) is not None):
-            self._ascii_bytes += size
-            self._backslash = chunk.endswith(b"\\")
+        width = self.width
+        if width < WIDE:
+            width = max(width, WIDE if replaced else self._width_of(chunk))
+            if width > self.width:
+                # The text it holds may widen any text of the response, read before it or after.
+                self.charged += (width - self.width) * self._bytes
+                self.width = width
+        self.charged += width * size
+        self._bytes += size
+
+    def _width_of(self, chunk: bytes) -> int:
+        """The most a character the read may spell (its raw UTF-8, its escapes) widens text by, a byte."""
+        seam = self._seam
+        if chunk.isascii():
+            width = 0
+            if b"\\" not in chunk and not seam:
+                return 0
         else:
-            # The text it holds may widen any text of the response, read before it or after.
-            self.widened = True
-            self.charged += WIDE * (self._ascii_bytes + size)
+            # (malformed bytes the decoder replaced are told by it: a byte past ASCII but none of those
+            # nor of a four-byte character's is raw UTF-8 of the BMP)
+            width = WIDE if chunk.translate(None, _BELOW_ASTRAL) else WIDE_BMP
+            if width == WIDE or (b"\\" not in chunk and not seam):
+                return width
+        # Escapes, one split from the read before included (what may start one is kept for the next read).
+        text = seam + chunk if seam else chunk
+        backslash = text.rfind(b"\\", -_SEAM)
+        self._seam = text[backslash:] if backslash >= 0 else b""
+        found = _ESCAPE.search(text)
+        if found is not None:
+            wider = found[0][2:4] != b"00" or _ESCAPE_WIDER.search(text, found.end()) is not None
+            width = max(width, WIDE if wider else WIDE_LATIN1)
+        return width
 
     def estimate(self, entities: int, copied: int = 0, released: int = 0) -> int:
         """What the response may have made the thread hold, the thread now holding ``entities``, its
@@ -218,8 +279,9 @@ class MemoryBudget:
                 f"beside the {estimate} bytes "
                 "charged); what came before is kept, the event is not parsed", limit=self.limit,
                 event_type=kind, rule="RUN-MEMORY")
-        width = (f", and {WIDE} bytes more for each of its bytes, as its text may not be ASCII (Python may hold "
-                 "it at 4 bytes a character)") if self.widened else ""
+        held = {WIDE: "4 bytes a character", WIDE_BMP: "2 bytes a character"}.get(self.width, "1 byte a character")
+        width = (f", and {self.width} bytes more for each of its bytes, as its text may not be ASCII (Python may "
+                 f"hold it at {held}, and its UTF-8 beside it)") if self.width else ""
         return LimitExceeded(
             f"the run's response went past max_run_memory ({self.limit} bytes): what it would make the "
             f"thread hold is estimated at {estimate} bytes (its events' structure, and {ENTITY_COST} bytes "

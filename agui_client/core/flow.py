@@ -174,8 +174,8 @@ class Conversation(Standing):
         kept builder must not answer a new question that reuses an id. ``now`` defaults to the
         client's clock.
         """
-        # (the ledger's own interrupts, not a read's copies: the builder copies what it is given)
-        return ResumeBuilder(self._state.ledger.open_interrupts, now=now if now is not None else self._clock,
+        # (the ledger's own, not a read's copies: the builder copies them from the bytes the ledger keeps)
+        return ResumeBuilder(self._state.ledger.kept, now=now if now is not None else self._clock,
                              thread_id=self.id, run_id=self._state.interrupted_run_id)
 
     def add_message(self, message: msg.Message) -> None:

@@ -70,8 +70,9 @@ def hold_from_event(state: ThreadState, run_id: str | None, event: ev.Event | ev
         exc.interrupts = state.open_interrupts  # type: ignore[attr-defined]  # (as held: one per id)
 
 
-def costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int) -> LimitExceeded | None:
-    """The refusal of interrupts whose schemas would buy a resume more than ``ceiling`` steps, if they do.
+def costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int, *, plain: bool = False) -> LimitExceeded | None:
+    """The refusal of interrupts whose schemas would buy a resume more than ``ceiling`` steps, if they do
+    (``plain``: the schemas are plain JSON a parser made, measured at C speed: ``schema.text_length``).
 
     A resume's allowance grows with its schemas' text (see ``schema.shared_allowance``), so a
     ``RUN_FINISHED`` of 16 MiB of schemas that multiply their work bought 16 million steps, some
@@ -80,7 +81,7 @@ def costly_schemas(interrupts: Sequence[rn.Interrupt], ceiling: int) -> LimitExc
     open (:func:`hold_from_event`), and the resume that answers them stays within the ceiling.
     """
     asking = [(n, interrupt) for n, interrupt in enumerate(interrupts) if interrupt.response_schema is not None]
-    past = past_ceiling((interrupt.response_schema for _, interrupt in asking), ceiling)
+    past = past_ceiling((interrupt.response_schema for _, interrupt in asking), ceiling, plain=plain)
     if past is None:
         return None
     position, steps = past

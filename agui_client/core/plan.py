@@ -17,6 +17,7 @@ from typing import Any, NoReturn, cast
 
 import attrs
 
+from .._inert import shown_pointer
 from ..errors import UnencodableValue
 from ..wire import codec
 from ..wire.jsonio import json_problem
@@ -191,7 +192,7 @@ def refuse_unencodable_item(field: str, item: Any, what: str, *, prefix: str) ->
 
 
 def _refuse(field: str, what: str, pointer: str, reason: str, *, cause: Exception | None = None) -> NoReturn:
-    raise UnencodableValue(f"nothing was sent: {what} is not JSON at {pointer or '/'}: {reason}",
+    raise UnencodableValue(f"nothing was sent: {what} is not JSON at {shown_pointer(pointer)}: {reason}",
                            field=field, pointer=pointer, reason=reason) from cause
 
 

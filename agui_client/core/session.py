@@ -201,7 +201,7 @@ class RunSession(FrontEnd):
             if large is not None:
                 index = self._index
                 self._index += 1
-                return self._fold(large, index, adopt=not self._events)
+                return self._fold(large, index, adopt=not self._events, parsed=True)
         try:
             value = parse_json(data, max_depth=self.max_depth)
         except ProtocolError as exc:
@@ -291,7 +291,7 @@ class RunSession(FrontEnd):
                         continue
                     else:
                         continue
-            folded = self._feed_value(value, index, adopt=not self._events)
+            folded = self._feed_value(value, index, adopt=not self._events, parsed=True)
             if self._events:
                 out += folded
         return out
@@ -334,15 +334,15 @@ class RunSession(FrontEnd):
         index = self._index
         self._index += 1
         if isinstance(event, Mapping):
-            return self._feed_value(dict(event), index, adopt=False)
+            return self._feed_value(dict(event), index, adopt=False, parsed=False)
         if type(event) is ev.RunFinishedEvent or type(event) is ev.RunErrorEvent:
             # Built in Python, its usage never met the decoder's checks (TU-02, TU-04): checked here, once a run.
             event = codec.checked_usage(event, self._sink)
             if self._sink.items:
                 self._take_warnings(index, event)
-        return self._fold(event, index, adopt=False)
+        return self._fold(event, index, adopt=False, parsed=False)
 
-    def _feed_value(self, value: Any, index: int, *, adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
+    def _feed_value(self, value: Any, index: int, *, adopt: bool, parsed: bool) -> list[ev.Event | ev.UnknownEvent]:
         sink = self._sink
         if type(value) is dict and type(value.get("messages")) is Roster:
             value["messages"] = value["messages"].items  # (a large snapshot the front-end did not take)
@@ -358,12 +358,13 @@ class RunSession(FrontEnd):
             return self._fail(exc, index, kind if isinstance(kind, str) else None)
         if sink.items:
             self._take_warnings(index, event)
-        return self._fold(event, index, adopt=adopt)
+        return self._fold(event, index, adopt=adopt, parsed=parsed)
 
     def _fold(self, event: ev.Event | ev.UnknownEvent, index: int, *,
-              adopt: bool) -> list[ev.Event | ev.UnknownEvent]:
+              adopt: bool, parsed: bool) -> list[ev.Event | ev.UnknownEvent]:
         # The typed path: the event through the chunk expander, then each event it stands for through
         # the verifier's and the fold's handlers (``check`` and ``apply`` match it onto them).
+        # ``parsed``: the event's JSON is as this session's parser made it (not the caller's objects).
         if self._failed is not None and not self.collect_errors:
             raise self._failed
         state = self.state
@@ -388,7 +389,7 @@ class RunSession(FrontEnd):
                 state.open_rejected_run(self.run_input.run_id if self.run_input is not None else None)
             elif type(item) is ev.RunFinishedEvent and type(item.outcome) is rn.RunFinishedInterruptOutcome \
                     and self.max_schema_steps is not None:
-                costly = costly_schemas(item.outcome.interrupts, self.max_schema_steps)
+                costly = costly_schemas(item.outcome.interrupts, self.max_schema_steps, plain=parsed)
                 if costly is not None:
                     self._refuse(costly, index, item)
                     continue
@@ -404,7 +405,7 @@ class RunSession(FrontEnd):
             if type(item) is ev.RunStartedEvent and self.run_input is not None \
                     and state.run_count > self._first_run_index:
                 self._another_run(item, index)
-            folded = state.apply(item, adopt=adopt)
+            folded = state.apply(item, adopt=adopt, parsed=parsed)
             if folded:
                 self._add_warnings(folded if chunk is None else warnings_folded_as(folded, chunk, kind), index, kind)
             out.append(item)

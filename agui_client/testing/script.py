@@ -31,6 +31,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from .._inert import shown_pointer
 from ..wire.codec import encode
 from ..wire.jsonio import json_problem
 from ..wire.types.base import JSON
@@ -294,7 +295,7 @@ def _check_json(what: str, wire: Any) -> None:
     found = json_problem(wire, lone_surrogates=True)
     if found is not None:
         pointer, reason = found
-        raise ValueError(f"{what} holds a value JSON cannot carry at {pointer!r}: {reason} "
+        raise ValueError(f"{what} holds a value JSON cannot carry at {shown_pointer(pointer)!r}: {reason} "
                          "(send it as bytes to script a malformed event)")
 
 

@@ -152,6 +152,9 @@ class _EventAssembler:
         self.warnings: list[SSEWarning] = []
         #: Warnings past ``WARNINGS_PER_CODE`` of their code: counted, not kept.
         self.warnings_dropped = 0
+        #: Whether malformed UTF-8 was replaced by U+FFFD in what was read (each byte may then be a
+        #: character Python holds wider than one: the memory budget asks).
+        self.replaced = False
         self._warned: dict[str, int] = {}
         self._max = max_event_bytes
         self._dispatched = 0
@@ -274,6 +277,7 @@ class _EventAssembler:
         try:
             return raw.decode()
         except UnicodeDecodeError:
+            self.replaced = True
             self._warn("UTF8", "malformed UTF-8 replaced by U+FFFD", line, offset)
             return raw.decode(errors="replace")
 

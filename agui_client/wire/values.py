@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from .._inert import quoted_name
+from .._inert import KEY_CHARS, quoted_name, shown_pointer
 from ..errors import UnencodableValue
 
 #: orjson, the optional faster parser and writer, or ``None`` when it is not installed: imported here
@@ -57,10 +57,6 @@ __all__ = [
 ]
 
 _JSON_CLASSES = (str, int, float, list, dict)
-
-#: The most characters of an agent's key a message quotes (the wire's own keys are under 30).
-KEY_CHARS = 100
-
 
 def shown_key(key: str) -> str:
     """An object's key as a message quotes it: as every id the agent chose (``_inert.quoted_name``: its
@@ -307,11 +303,11 @@ def costly_refused(value: Any) -> UnencodableValue | None:
     container again (each walk counts first: see :data:`WALKED_UNMARKED`)."""
     pointer = cycle_at(value)
     if pointer is not None:
-        return UnencodableValue(f"the value holds itself at {pointer or '/'}: JSON cannot hold a cycle",
+        return UnencodableValue(f"the value holds itself at {shown_pointer(pointer)}: JSON cannot hold a cycle",
                                 pointer=pointer, reason=CONTAINS_ITSELF)
     found = written_past(value)
     if found is not None:
-        return UnencodableValue(f"the value cannot be written out at {found[0] or '/'}: {found[1]}",
+        return UnencodableValue(f"the value cannot be written out at {shown_pointer(found[0])}: {found[1]}",
                                 pointer=found[0], reason=found[1])
     return None
 

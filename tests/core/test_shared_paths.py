@@ -4,7 +4,8 @@ A chain of lists each holding the one before twice (``b = [a, a]``, ``c = [b, b]
 lists in memory and, written out as JSON must (once a path), a trillion members: every encoder wrote it
 until memory ran out, and the JSON checks walked it so. Past the members a walk reads unmarked, what is
 held twice is judged once: written past ``WRITTEN_MEMBERS`` it is refused, typed and named. A cycle
-the caller makes inside the state ``dump(share_state=True)`` shares is refused by the copy that meets it.
+or a doubling chain the caller makes inside the state ``dump(share_state=True)`` shares (or beside it) is
+refused by the copy that meets it.
 Counts, typed errors and pointers are asserted, never times.
 """
 
@@ -103,6 +104,31 @@ def test_a_cycle_made_inside_shared_state_is_refused_by_the_copy_that_meets_it()
         ThreadState.load(record)
     assert refused.value.field == "state" and refused.value.pointer == "/rows/3/again"
     assert refused.value.reason == "the value contains itself"
+
+
+@pytest.mark.parametrize("where", ["beside", "inside"])
+def test_a_list_doubled_past_the_limit_in_shared_state_is_refused_by_the_load_that_meets_it(where: str) -> None:
+    # The marked state was trusted as checked: orjson's copy wrote a trillion members until memory ran out.
+    thread = ThreadState(state={"rows": [{"n": n} for n in range(10)]})
+    record = thread.dump(share_state=True)
+    if where == "beside":  # (a key set in the dump's own top level, beside the thread's)
+        record["state"]["chain"] = _doubled(40)
+        pointer = "/chain"
+    else:  # (inside the thread's own rows: the caller was told never to change them)
+        record["state"]["rows"][3]["chain"] = _doubled(40)
+        pointer = "/rows/3/chain"
+    with pytest.raises(UnencodableValue) as refused:
+        ThreadState.load(record)
+    assert refused.value.field == "state" and refused.value.pointer.startswith(pointer + "/0/0/0/0/0/0/0/0/0/0/0")
+    assert "more than 16,777,216" in refused.value.reason
+
+
+def test_a_shared_dump_loads_as_a_thread_of_its_own() -> None:
+    thread = ThreadState(state={"rows": [{"n": n} for n in range(10)]})
+    loaded = ThreadState.load(thread.dump(share_state=True))
+    loaded.state["rows"].clear()  # (a read: the loaded thread's own state unchanged)
+    assert loaded.state == thread.state == {"rows": [{"n": n} for n in range(10)]}
+    assert thread.document.value["rows"] is not loaded.document.value["rows"]
 
 
 def test_a_cycle_beside_a_list_written_past_the_limit_is_named_without_going_round_it() -> None:

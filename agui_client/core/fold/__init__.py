@@ -34,7 +34,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
-from ..interrupts import copied_interrupts, listed_ids
+from ..interrupts import listed_ids
 from ..roster import Roster
 from .document import EMPTY_STATE, StateDocument, foreign_copy
 from .entries import Entry
@@ -188,7 +188,7 @@ class ThreadState:
 
         Each read hands out copies of their schemas and metadata: changing what one read gave changes
         neither the thread's interrupts (the schema a resume is checked against) nor what it saves."""
-        return copied_interrupts(self.ledger.open_interrupts)
+        return self.ledger.kept.handed_out()
 
     @property
     def legacy_interrupts(self) -> str | None:
@@ -343,13 +343,17 @@ class ThreadState:
 
     # -- the fold --------------------------------------------------------------------------------
 
-    def apply(self, event: ev.Event | ev.UnknownEvent, *, adopt: bool = False) -> Sequence[StreamWarning]:
+    def apply(self, event: ev.Event | ev.UnknownEvent, *, adopt: bool = False,
+              parsed: bool = False) -> Sequence[StreamWarning]:
         """Fold one event the verifier accepted; returns the warnings it produced.
 
         Args:
             event: the event (``*_CHUNK`` events expanded first: ``agui_client.core.chunks``).
             adopt: the event's JSON values are the fold's own (parsed for this fold alone and never
                 handed out): a state snapshot or patch is then kept as it is, not copied.
+            parsed: the event's JSON values are as a parser made them (plain JSON, no container held
+                twice), though the event may be handed out after the fold: what the fold copies of them
+                needs no walk to judge them first (``adopt`` implies it).
         """
         found: Sequence[StreamWarning]
         streams = self.streams
@@ -398,7 +402,7 @@ class ThreadState:
                                                 event.protocol_version,
                                                 event.input.messages if event.input is not None else ())
             case ev.RunFinishedEvent():
-                found = self.ledger.run_finished(event.usage, event.outcome, event.result)
+                found = self.ledger.run_finished(event.usage, event.outcome, event.result, adopt or parsed)
                 if streams.restarted:
                     found = [*streams.judge_restarted(), *found]
             case ev.RunErrorEvent():
@@ -455,6 +459,8 @@ class ThreadState:
                 state the thread parsed or validated itself, as a shallow top-level copy) come marked
                 as already checked to be plain JSON, which the stores do not walk again. The message
                 dicts are the thread's own (it keeps them for the next save), never copies.
+                ``ThreadState.load`` walks a state so marked as any caller's (it may have been changed
+                since); a store trusts the mark.
         """
         return dump(self, share_state=share_state)
 
@@ -515,13 +521,13 @@ class ThreadState:
 
         The dump's message dicts are the thread's own (see :meth:`dump`): they are copied here, so
         changing a message's ``metadata`` or an activity's ``content`` in one thread leaves the other's.
-        The state is copied once, by the new thread (it comes marked as checked when it is plain JSON;
-        it was copied with the rest, then walked and copied again)."""
+        The state is copied once, from this thread's document to the new thread's (it was copied with
+        the rest, then walked and copied again); what the document judged of it is not judged again."""
         data = self.dump(share_state=True)
-        state = data.pop("state")
+        data["state"] = None  # (copied below, document to document)
         data = foreign_copy(data)
-        data["state"] = state
         copied = ThreadState.load(data)
+        copied.document.hold_copy(self.document)
         copied.legacy_interrupts = self.legacy_interrupts
         return copied
 

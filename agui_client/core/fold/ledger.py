@@ -17,7 +17,7 @@ from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.types.base import JSON
 from .. import legacy
-from ..interrupts import copied_interrupts
+from ..interrupts import NO_INTERRUPTS, KeptInterrupts
 from .document import StateDocument
 from .entries import Entry
 from .log import MessageLog
@@ -42,7 +42,8 @@ class RunLedger:
         self.log = log
         self.document = document
         self.thread_id: str | None = None
-        self.open_interrupts: tuple[rn.Interrupt, ...] = ()
+        #: The open interrupts, the ledger's own copies (see :attr:`open_interrupts`).
+        self.kept: KeptInterrupts = NO_INTERRUPTS
         self.interrupted_run_id: str | None = None
         self.usage: dict[str, tuple[rn.TokenUsage, ...]] = {}
         self.subagents: dict[str, SubagentRecord] = {}
@@ -65,6 +66,12 @@ class RunLedger:
         self.subagents_touched.clear()
 
     @property
+    def open_interrupts(self) -> tuple[rn.Interrupt, ...]:
+        """The open interrupts as the ledger holds them: its own, never handed out (``kept.handed_out()``
+        makes a caller's copies)."""
+        return self.kept.interrupts
+
+    @property
     def last_run(self) -> RunRecord | None:
         """The most recent run, if any."""
         return self.runs[-1] if self.runs else None
@@ -77,7 +84,7 @@ class RunLedger:
         answered = self.log.answered(pending)
         return tuple(c for c in pending if c not in answered)
 
-    def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None) -> None:
+    def hold_interrupts(self, interrupts: Sequence[rn.Interrupt], run_id: str | None, *, plain: bool = False) -> None:
         """Hold interrupts open: those of a run the session had to reject (IR-06, IR-27), a loaded
         record's, or a new thread's; one per id, the first.
 
@@ -87,17 +94,19 @@ class RunLedger:
         outcome, whose ids the verifier found distinct (IR-06 refuses a repeat, and the refusal comes
         here), and the legacy bridge's, distinct by construction (``legacy.bridge`` keeps a repeated
         LangGraph id's first question, and the ids it makes never take one), so a stream and a record
-        listing the same interrupts hold the same ones."""
+        listing the same interrupts hold the same ones.
+
+        ``plain``: their dicts are plain JSON a parser made (a store's record), copied without a walk."""
         first: dict[str, rn.Interrupt] = {}
         for interrupt in interrupts:
             first.setdefault(interrupt.id, interrupt)
-        self.open_interrupts = copied_interrupts(first.values())  # (its own: see copied_interrupts)
+        self.kept = KeptInterrupts(first.values(), plain=plain)  # (its own: see KeptInterrupts)
         self.interrupted_run_id = run_id
         self.open_via = None
 
     def clear_open_interrupts(self) -> None:
         """Forget the open interrupts (after a resume was sent and its run moved the thread on)."""
-        self.open_interrupts = ()
+        self.kept = NO_INTERRUPTS
         self.interrupted_run_id = None
         self.open_via = None
 
@@ -144,8 +153,11 @@ class RunLedger:
         return _NO_WARNINGS
 
     def run_finished(self, usage: tuple[rn.TokenUsage, ...] | None, outcome: rn.RunFinishedOutcome | None,
-                     result: JSON) -> Sequence[StreamWarning]:
-        """RUN_FINISHED: the run's outcome; what it leaves open replaces what the thread held open."""
+                     result: JSON, parsed: bool = False) -> Sequence[StreamWarning]:
+        """RUN_FINISHED: the run's outcome; what it leaves open replaces what the thread held open.
+
+        ``parsed``: the outcome's JSON is as a parser made it (the event came off the wire), so the
+        interrupts' dicts are copied without a walk (see :class:`~agui_client.core.interrupts.KeptInterrupts`)."""
         run = self.last_run
         if run is None:
             return _NO_WARNINGS
@@ -162,26 +174,27 @@ class RunLedger:
             # outcome the producer would send in 1.0 mode, and its interrupts are held open as any.
             asked = legacy.bridge(run.legacy_asks, run.run_id, self.subagents)
             outcome = rn.RunFinishedInterruptOutcome(interrupts=asked)
+            parsed = False  # (built here, from events that may have come either way)
             run.bridged = self.open_via = self.legacy
             warnings = legacy.unkept(run.legacy_asked, len(run.legacy_asks)) or _NO_WARNINGS
         match outcome:
             case rn.RunFinishedInterruptOutcome():
                 run.outcome = "interrupt"
                 run.interrupts = outcome.interrupts  # (handed out with the result and the event)
-                self.open_interrupts = copied_interrupts(outcome.interrupts)
+                self.kept = KeptInterrupts(outcome.interrupts, plain=parsed)
                 self.interrupted_run_id = run.run_id
                 self._link_suspended(outcome.interrupts)
                 return warnings
             case rn.RunFinishedCancelledOutcome():
                 run.outcome = "cancelled"
-                self.open_interrupts = ()
+                self.kept = NO_INTERRUPTS
                 self.interrupted_run_id = None
             case rn.RunFinishedSuccessOutcome() | None:
                 run.outcome = "success"
                 run.result = result
                 run.pending_tool_call_ids = self._pending_for(run, outcome)
                 self.pending = run.pending_tool_call_ids
-                self.open_interrupts = ()
+                self.kept = NO_INTERRUPTS
                 self.interrupted_run_id = None
                 # (calls the outcome names, a 1.0 field, are handed over as frontend calls on purpose:
                 # only calls derived from the stream are asked about)

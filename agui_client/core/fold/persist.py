@@ -20,7 +20,6 @@ from ...wire.jsonio import escape
 from ...wire.types import messages as msg
 from ...wire.types import run as rn
 from ...wire.values import PlainDict, PlainList, copy_json
-from ..interrupts import copied_interrupts
 from ..legacy import LEGACY_BRIDGES
 from ..roster import Roster
 from .log import MessageLog
@@ -182,9 +181,15 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
         # and fail later, untyped, where the thread compares or sends it)
         if not isinstance(data.get(key), str | None):
             raise ValueError(f"{key} must be a string or null, not {type(data.get(key)).__name__}")
-    state = data.get("state")
-    # (dump(share_state=True)'s state is the dumping thread's own, marked: always copied)
-    adopt_state = adopt and type(state) not in (PlainDict, PlainList)
+    state: Any = data.get("state")
+    marked = type(state) is PlainDict or type(state) is PlainList
+    adopt_state = adopt and not marked
+    if marked:
+        # dump(share_state=True)'s state: the dumping thread's own, marked as checked for a save that
+        # writes it at once. Handed back here it may have changed since (a key set beside the thread's,
+        # a list doubled forty times over inside them, a trillion members to write: trusted, the copy
+        # wrote until memory ran out), so it is walked as any caller's state is, then copied.
+        state = dict(state) if type(state) is PlainDict else list(state)
     thread = cls(state=None if adopt_state else state, thread_id=data.get("threadId"))
     if adopt_state:
         thread.document.adopt(state)
@@ -210,8 +215,9 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
         raise ValueError(f"stateInSync must be true or false, not {_shown(in_sync)}")
     thread.document.in_sync = in_sync
     # (held by the ledger's rule, one per id, as a stream's are: a record may come from another writer)
+    # (a store's record, adopted, is as its parser made it: copied without a walk)
     ledger.hold_interrupts(_decoded(data.get("openInterrupts", []), tuple[rn.Interrupt, ...], "/openInterrupts"),
-                           data.get("interruptedRunId"))
+                           data.get("interruptedRunId"), plain=adopt)
     via = data.get("openInterruptsVia")
     if via is not None and (via not in LEGACY_BRIDGES or not ledger.open_interrupts):
         raise ValueError(f"openInterruptsVia {quoted_name(via)} names no legacy bridge of this release, or no "
@@ -237,7 +243,7 @@ def load(cls: type[ThreadState], data: Mapping[str, Any], *, adopt: bool) -> tup
     if last_run is not None:
         run = RunRecord(run_id=last_run, thread_id=thread.thread_id or "", outcome=last_outcome, terminated=True)
         # (copies: the record hands them out, and the ledger's are the schemas a resume is checked against)
-        run.interrupts = copied_interrupts(ledger.open_interrupts) if last_outcome == "interrupt" else ()
+        run.interrupts = ledger.kept.handed_out() if last_outcome == "interrupt" else ()
         run.bridged = via if last_outcome == "interrupt" else None
         ledger.runs.append(run)
     thread.settled()  # (however the messages went in: a loaded thread has not changed yet)
