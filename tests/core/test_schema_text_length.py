@@ -68,8 +68,8 @@ def test_a_parsed_schemas_length_is_the_standard_librarys_whatever_it_holds(sche
     assert schema_module.text_length(schema) == stdlib_length(schema)
 
 
-@pytest.mark.parametrize("value", [1e-05, 1e16, -2.5e-07, 1.5, 0.0, -0.0, 123456789.125, 5e-324,
-                                   1.7976931348623157e308])
+@pytest.mark.parametrize("value", [1e-05, 1e16, -2.5e-07, 2e-07, 1.5, 0.0, -0.0, 123456789.125, 5e-324,
+                                   1.7976931348623157e308])  # (2e-07: no point, and orjson writes 2e-7)
 def test_a_float_is_counted_as_python_writes_it_not_as_orjson_does(value: float) -> None:
     schema = {"type": "number", "minimum": value, "description": "plain words"}
 
