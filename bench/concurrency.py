@@ -445,7 +445,7 @@ async def run_suite(a: argparse.Namespace, log: Callable[[str], None]) -> dict[s
     full_body = b"".join(_frame(e) for e in chat_events(a.scale))
     sized = "sized" if "sized" in a.agui_http else "own"  # (the sync client and the idle measure)
     try:
-        largest = max(a.n)
+        largest = max([*a.n, *a.paced_n], default=1)  # (the pool holds the most runs either mode opens)
         stacks = Stacks(server, a.pool, largest, a.agui_http, a.raw)
         full_stacks = [*stacks.aguis, HAND, *stacks.raws]
         paced_stacks = [*stacks.aguis, HAND]

@@ -208,6 +208,20 @@ def test_the_hostile_neighbour_benchmark_runs_every_kind_beside_honest_runs(tmp_
                                                             for k in HOSTILE]]
 
 
+def test_the_concurrency_benchmark_runs_with_its_full_speed_mode_left_out(tmp_path: Path) -> None:
+    # ``--n ''`` leaves the full-speed mode out, as the help says; the pool was sized from its largest count
+    # and the run ended in ``max()`` of nothing before any row.
+    out = tmp_path / "paced.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.concurrency", "--n", "", "--paced-n", "2", "--paced-events",
+                           "12", "--rate", "200", "--sync-n", "", "--no-idle", "--reps", "1", "--scale", "0.002",
+                           "--min-events", "1", "--replay-cpu", "0.01", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["mode"] for r in rows} == {"replay", "paced"}
+    assert all(r["events"] == [2 * 12] and r["error"] is None for r in rows if r["mode"] == "paced")
+
+
 def test_the_concurrency_benchmark_refuses_a_count_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     # A count of 0 once reached the sync client's thread pool and ended its rows in a ValueError.
     from bench.concurrency import parse_args

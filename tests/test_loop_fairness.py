@@ -516,3 +516,50 @@ def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> 
     # The other task ran between the reads: the deltas were seen in about as many stretches as there
     # are reads (before, in one stretch: the whole body held the loop).
     assert len(set(seen)) >= len(chunks) - 2, (len(set(seen)), len(chunks))
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_turn_between_pieces_lets_the_tasks_of_timers_already_due_run_before_the_next_piece(loop: str) -> None:
+    # A task waiting on a timer (a ticker, a heartbeat, a deadline's check) whose time came while one
+    # piece of a run was folded runs before the next piece is, not after it: the turn between pieces
+    # used to queue the reading task's next step ahead of every timer already due, so the loop went on
+    # from one piece's fold into the next one's. Reads already received (they never wait) make three
+    # pieces that follow each other without a wait of their own.
+    pieces = [START + OPEN + DELTA * 5, DELTA * 5, DELTA * 5 + CLOSE + FINISH]
+
+    class Arrived(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for piece in pieces:
+                yield piece  # (no await between them: every read is there already)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
+
+    async def main() -> tuple[int, int, str | None]:
+        running = asyncio.get_running_loop()
+        deltas = 0
+        due: asyncio.Future[None] = running.create_future()
+        seen_by_the_timer: list[int] = []
+
+        async def woken_by_the_timer() -> None:
+            await due
+            seen_by_the_timer.append(deltas)
+
+        waiting = asyncio.create_task(woken_by_the_timer())
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+            async with ag.AsyncAgentClient("http://agent.test/", http_client=http) as client:
+                async with client.thread("t").stream("hi", run_id="r") as stream:
+                    async for event in stream:
+                        if type(event) is TextMessageContentEvent:
+                            if deltas == 0:
+                                # (due already: the rest of the first piece is folded in this same step)
+                                running.call_at(running.time() - 1.0, due.set_result, None)
+                            deltas += 1
+        await waiting
+        return seen_by_the_timer[0], deltas, stream.result.outcome
+
+    factory = {"asyncio": asyncio.SelectorEventLoop, "uvloop": uvloop.Loop}[loop]
+    seen, deltas, outcome = anyio.run(main, backend_options={"loop_factory": factory})
+
+    assert outcome == "success" and deltas == 15
+    assert seen == 5  # (the first piece's deltas only; before: 10 on uvloop, 15 on asyncio: the whole run)

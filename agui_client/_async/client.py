@@ -19,10 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-# unasync: async only
-from anyio.lowlevel import checkpoint
-
-# unasync: end
 from .._answers import Excerpt, about, media_type, status_error
 from .._client_base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -54,6 +50,11 @@ from ..wire.types.run import RunAgentInput
 from .client_io import Opening, close_response, off_loop, own_http, payloads_of, raw
 from .retries import atried
 from .thread import AsyncThread
+
+# unasync: async only
+from .thread_io import turn
+
+# unasync: end
 
 if TYPE_CHECKING:
     from ..stores import ThreadStore
@@ -445,13 +446,15 @@ class AsyncAgentClient(ClientBase):
                     # between the pieces a coded read inflates to (64 KiB of gzip to megabytes of
                     # events), and between reads, which do not wait when their bytes are already
                     # there (a socket holding megabytes hands them over read after read): one read's
-                    # events hold the loop, never a whole stream's.
-                    turn = False
+                    # events hold the loop, never a whole stream's. A whole turn (``turn``, not a
+                    # ``checkpoint()``): the tasks of timers already due (a ticker, a heartbeat, a
+                    # deadline's check) run before the next piece, not one piece late.
+                    after_first = False
                     async for chunk in chunks:
                         for batch in framed(chunk, framer, inflater):
-                            if turn:
-                                await checkpoint()
-                            turn = True
+                            if after_first:
+                                await turn()
+                            after_first = True
                             yield batch
                         if inflater is not None and inflater.done:
                             break

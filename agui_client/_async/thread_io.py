@@ -12,12 +12,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+import sniffio
+from anyio.lowlevel import checkpoint
+
 from ..core.effects import Check, Write
 from ..core.flow import Conversation, planned
 from ..core.plan import Plan, ToolHandler
 from ..wire.sink import worker_context
 
-__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "judged"]
+__all__ = ["AsyncThreadIO", "INTERRUPTED", "calls_on_loop", "in_worker", "judged", "turn"]
 
 T = TypeVar("T")
 
@@ -60,14 +63,14 @@ class AsyncThreadIO(Conversation):
         call = getattr(self._store, effect.op)
         if self._on_loop:
             # (an in-memory store: a worker thread would cost more than the call.) The write encodes
-            # what the run changed: the loop gets a whole turn first (``_turn``: the tasks timers woke
+            # what the run changed: the loop gets a whole turn first (``turn``: the tasks timers woke
             # too), so that it is a step of its own, not one with the fold of the read that ended the
             # run. A cancellation that comes in that turn lets the write land first, as a worker
             # thread's would, and the caller sees the cancellation, as from a worker thread
             # (``in_worker``), even when the write then fails: its error in the cancellation's place
             # would pass for an ordinary failure of a task not cancelled.
             try:
-                await _turn()
+                await turn()
             except BaseException:
                 try:
                     self._version = call(self.id, **effect.arguments)
@@ -93,7 +96,7 @@ class AsyncThreadIO(Conversation):
         return self._version
 
 
-async def _turn() -> None:
+async def turn() -> None:
     """Give the loop a whole turn before going on: the callbacks already queued, what its poll finds
     ready, every timer already due, and the tasks all of these wake, then this task.
 
@@ -102,11 +105,18 @@ async def _turn() -> None:
     queue only at the start of its next pass, behind that step; a task a timer wakes (a ticker, a
     heartbeat, a deadline's check) is queued by the timer's callback behind it again. So the step after
     the turn ran before any of them: an in-memory save after a run's last read held the loop on from
-    that read's fold (a 1 ms ticker saw one gap spanning both, 85-95 ms of the loop's CPU on 200 forms).
-    Here the task waits for a timer of its own at the current time, which the loop's timer queue orders
-    behind every timer due before it: their callbacks run first, and the tasks they wake are queued
-    ahead of this one.
+    that read's fold (a 1 ms ticker saw one gap spanning both, 85-95 ms of the loop's CPU on 200 forms),
+    and a read loop's next piece went on from the last one's fold. Here the task waits for a timer of
+    its own at the current time, which the loop's timer queue orders behind every timer due before it:
+    their callbacks run first, and the tasks they wake are queued ahead of this one.
+
+    Under another library than asyncio (trio, through anyio) it is anyio's ``checkpoint()``: trio
+    expires the deadlines that have come due before it runs each batch of ready tasks, so the tasks they
+    wake run in the same batch as this task's next step (in an order trio picks), not a batch later.
     """
+    if sniffio.current_async_library() != "asyncio":
+        await checkpoint()
+        return
     loop = asyncio.get_running_loop()
     woken = loop.create_future()
     timer = loop.call_at(loop.time(), _wake, woken)

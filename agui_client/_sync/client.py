@@ -50,6 +50,7 @@ from .client_io import Opening, close_response, off_loop, own_http, payloads_of,
 from .retries import tried
 from .thread import Thread
 
+
 if TYPE_CHECKING:
     from ..stores import ThreadStore
 
