@@ -211,3 +211,25 @@ def test_a_runs_reasoning_and_its_answer_redraw_on_one_budget(monkeypatch: pytes
 
     assert "step 0 of the plan" in shown and "step 19" not in shown
     assert "```python\nx = 1" in shown
+
+
+def test_reasoning_redrawn_writes_its_lines_unpadded() -> None:
+    # (charging the reasoning's redraws must not change what they write: the display draws its lines as
+    # long as they are, where lines padded out to the terminal's width made each redraw of four short
+    # lines write 864 characters at 200 columns instead of 106)
+    from agui_client.cli.render import PlainOutput
+
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=200, height=25, force_terminal=True, color_system="256")
+    thinking = chatview._Thinking(PlainOutput(io.StringIO()), console)
+    for n in range(4):
+        thinking.feed(f"step {n}\n")
+    live = thinking._live
+    assert live is not None
+    before = len(sink.getvalue())
+    live.refresh()
+    redraw = sink.getvalue()[before:]
+    thinking.fold()
+
+    assert "step 3" in redraw and "      " not in redraw
+    assert len(redraw) < 4 * 40

@@ -279,6 +279,33 @@ def test_the_turn_before_an_in_memory_save_lets_the_tasks_of_timers_already_due_
     assert anyio.run(main, backend_options={"loop_factory": factory}) == ["the timer's task", "the save"]
 
 
+def test_a_run_read_in_pieces_and_saved_in_memory_under_trio() -> None:
+    # The async client runs under trio too (docs/http.md). The whole turn of the loop between the pieces
+    # of a read and before an in-memory save asked for asyncio's running loop: under trio a run failed
+    # there, RuntimeError "no running event loop", its save not made.
+    pieces = [START + OPEN + DELTA * 5, DELTA * 5, DELTA * 5 + CLOSE + FINISH]
+
+    class Arrived(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for piece in pieces:
+                yield piece
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
+
+    store = MemoryStore()
+
+    async def main() -> str:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+            async with ag.AsyncAgentClient("http://agent.test/", http_client=http, store=store) as client:
+                result = await client.thread("t").run("hi", run_id="r")
+        return result.text
+
+    assert anyio.run(main, backend="trio") == "x" * 15
+    loaded = store.load("t")
+    assert loaded is not None and loaded.data["messages"][-1]["content"] == "x" * 15
+
+
 def _cancelled_before_its_save(url: str, store: MemoryStore, *, close_store: bool = False
                                ) -> tuple[BaseException | None, bool, int | None]:
     """Run thread "t" to its last event, cancel it in the turn before its save (closing ``store`` first

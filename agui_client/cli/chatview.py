@@ -641,7 +641,9 @@ class _Charged:
         self.renderable, self.charge = renderable, charge
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        lines = console.render_lines(self.renderable, options)[:options.size.height]  # (as the display crops)
+        # (unpadded and cropped as the display draws them: padded, each line of the reasoning was written
+        # out to the terminal's width)
+        lines = console.render_lines(self.renderable, options, pad=False)[:options.size.height]
         if not self.charge(lines):
             return
         for index, line in enumerate(lines):
