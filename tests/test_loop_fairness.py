@@ -24,7 +24,7 @@ import agui_client as ag
 from agui_client._inflate import INFLATE_STEP
 from agui_client.core.fold import streams
 from agui_client.core.fold.streams import MAX_ARGUMENT_CONTAINERS
-from agui_client.stores import MemoryStore
+from agui_client.stores import MemoryStore, SqliteStore
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait, text_message
 from agui_client.types import RunFinishedEvent, TextMessageContentEvent
 from agui_client.wire import depth as nesting
@@ -304,6 +304,36 @@ def test_a_run_read_in_pieces_and_saved_in_memory_under_trio() -> None:
     assert anyio.run(main, backend="trio") == "x" * 15
     loaded = store.load("t")
     assert loaded is not None and loaded.data["messages"][-1]["content"] == "x" * 15
+
+
+def test_a_run_saved_to_a_store_in_a_worker_thread_under_trio(tmp_path: Any) -> None:
+    # A store other than an in-memory one is called in a worker thread (``in_worker``), which asked for
+    # asyncio's executor: under trio every such call failed (RuntimeError "no running event loop"), the
+    # thread's first load before anything was sent.
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield START + OPEN + DELTA * 3 + CLOSE + FINISH
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    store = SqliteStore(tmp_path / "threads.db")
+
+    async def main() -> tuple[str, int | None]:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+            async with ag.AsyncAgentClient("http://agent.test/", http_client=http, store=store) as client:
+                thread = client.thread("t")
+                result = await thread.run("hi", run_id="r")
+                return result.text, thread.version
+
+    try:
+        text, version = anyio.run(main, backend="trio")
+        loaded = store.load("t")
+    finally:
+        store.close()
+    assert text == "xxx"
+    assert loaded is not None and loaded.version == version and loaded.claim is None
+    assert [m["content"] for m in loaded.data["messages"]] == ["hi", "xxx"]
 
 
 def _cancelled_before_its_save(url: str, store: MemoryStore, *, close_store: bool = False

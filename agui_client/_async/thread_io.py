@@ -6,12 +6,14 @@ sync shell; ``_sync/thread_io.py`` is this module's sync counterpart): a store c
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+import anyio.to_thread
 import sniffio
 from anyio.lowlevel import checkpoint
 
@@ -140,9 +142,14 @@ async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     cancellation is waited out on the loop (it goes on serving); a cancel scope, which cancels that
     wait too, blocks for the rest of the call (a store call, bounded by the store's own timeouts).
     """
-    finished = threading.Event()
     # (as asyncio.to_thread: the call sees the caller's context; a warning it says names the caller's line)
     context = worker_context()
+    if sniffio.current_async_library() != "asyncio":
+        # Under trio (through anyio): anyio's worker thread, waited for whole (a cancellation is held
+        # until the call ends, then raised at the caller's next checkpoint). asyncio's executor, asked
+        # for here before, failed every store call but a MemoryStore's: no running asyncio loop.
+        return await anyio.to_thread.run_sync(context.run, functools.partial(call, *args, **kwargs))
+    finished = threading.Event()
 
     def work() -> T:
         try:
