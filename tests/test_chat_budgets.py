@@ -13,35 +13,50 @@ from collections.abc import Callable
 from typing import Any
 
 import pexpect
-from clikit import on_terminal
+import pytest
+from clikit import on_terminal, screen_text
 from test_attack_render import CHAT, _one_turn
 from test_chat import _say, _text
 
 from agui_client.cli import chatview
+from agui_client.cli.render import RichOutput
 from agui_client.cli.terminal import SafeConsole
 from agui_client.testing import Finish, Gate, ScriptedAgent, Start, Wait
-from agui_client.types import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
+from agui_client.types import (
+    ReasoningMessageContentEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
 
 #: Lines of code the hostile stream sends, one at a time, each once the last was shown.
-TRICKLED = 80
-#: The terminal it is shown on (lines, columns): a large one, so that each redraw writes much.
-LARGE = (200, 600)
+TRICKLED = 16
+#: The terminal it is shown on (lines, columns): a wide one, so that each redraw writes much (its lines are
+#: padded to the width) and few redraws spend LIVE_WRITTEN; few lines, as highlighting them is what costs.
+LARGE = (40, 20_000)
+#: The most one redraw of the tail writes: the terminal's lines, each its width and the colour codes and
+#: cursor moves around it (some 350 characters for these lines of code).
+REDRAW = LARGE[0] * (LARGE[1] + 512)
 
 
 #: The code the stream opens with: a screen of it, so that each redraw is a screen tall from the first.
 _SCREEN = "".join(f"y{n:04d} = 0\n" for n in range(LARGE[0]))
 
 
+def _name(n: int) -> str:
+    return f"z{n:04d}q"
+
+
 def _line(n: int) -> str:
-    return f"z{n:04d}q = 1\n"
+    return f"{_name(n)} = 1\n"
 
 
 def test_a_stream_trickled_a_line_at_a_time_writes_at_most_the_redraw_budget(served: Callable[[Any], Any]) -> None:
     # Each line is sent once the terminal has shown the one before: the tail (an open code block, a screen
-    # tall) is redrawn for each, some 240 KB on a terminal of 200 lines by 600 columns. Before the redraws
-    # were charged, 80 lines had it receive 12.1 MB, 8.4 MB now (at 200 columns by 60 lines, a redraw of such a
-    # tail writes some 28 KB, 12 times a second, for as long as the stream trickles); now the redraws stop
-    # at LIVE_WRITTEN and the rest comes as text.
+    # tall) is redrawn for each, some 800 KB on a terminal of 40 lines by 20,000 columns (at 200 columns by
+    # 60 lines, a redraw of such a tail writes some 28 KB, 12 times a second, for as long as the stream
+    # trickles). Before the redraws were charged, 16 lines had it receive 11.8 MB, 8.7 MB now: the redraws
+    # stop at LIVE_WRITTEN and the rest comes as text.
     gates = [Gate() for _ in range(TRICKLED)]
     events: list[Any] = [Start(), TextMessageStartEvent(message_id="m1"),
                          TextMessageContentEvent(message_id="m1", delta="```python\n" + _SCREEN + _line(0))]
@@ -55,9 +70,9 @@ def test_a_stream_trickled_a_line_at_a_time_writes_at_most_the_redraw_budget(ser
             child.maxread = 1 << 20  # (read megabytes in large pieces: pexpect searches what it holds at each)
             _say(child, "hi")
             for n in range(1, TRICKLED):
-                child.expect(f"z{n - 1:04d}q")
+                child.expect_exact(_name(n - 1))
                 gates[n].open()
-            child.expect(f"z{TRICKLED - 1:04d}q")
+            child.expect_exact(_name(TRICKLED - 1))
             _say(child, "/quit")
             child.expect(pexpect.EOF)
     finally:
@@ -67,10 +82,15 @@ def test_a_stream_trickled_a_line_at_a_time_writes_at_most_the_redraw_budget(ser
 
     assert child.exitstatus == 0 and all(_line(n).strip() in shown for n in range(TRICKLED))
     # (the redraws, a redraw past what was left, the code written as text, the chat's own lines)
-    bound = chatview.LIVE_WRITTEN + 240_000 + len(_SCREEN) + TRICKLED * len(_line(0)) + 4096
+    bound = chatview.LIVE_WRITTEN + REDRAW + len(_SCREEN) + TRICKLED * len(_line(0)) + 4096
     assert len(raw) - raw.count("\r") <= bound
-    # The tail was redrawn as colour-highlighted code before the budget was spent, then came as text.
-    assert "\x1b[38;5;" in raw[:raw.index("z0010q")] and "```python" in shown
+    # The tail was redrawn as colour-highlighted code before the budget was spent; the lines after it came
+    # as text, and nothing was redrawn after them (no line erased to draw it again). (The next to last line
+    # is looked at: the last is followed by the message's end at once, and the tail then is printed whole
+    # whether the redraws were charged or not.)
+    assert "\x1b[38;5;" in raw[:raw.index(_name(1))]
+    late = raw.index(_name(TRICKLED - 2))
+    assert raw.startswith(_line(TRICKLED - 2).replace("\n", "\r\n"), late) and "\x1b[2K" not in raw[late:]
     assert len(raw) > chatview.LIVE_WRITTEN  # (the redraws did spend it)
 
 
@@ -171,6 +191,26 @@ def test_reasoning_redrawn_while_it_streams_is_charged_to_the_same_budget() -> N
     assert left[2] < 0  # (spent by the redraws, the one that spent it written)
     assert written[0] > 0 and written[-1] == written[-2] < 1_000 + 25 * 90  # (nothing drawn after it)
     assert "step 19" not in sink.getvalue()
+
+
+def test_a_runs_reasoning_and_its_answer_redraw_on_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the view hands the reasoning the run's LIVE_WRITTEN: an answer after reasoning whose redraws spent it
+    # is written as text as it comes, its tail never redrawn)
+    monkeypatch.setattr(chatview, "LIVE_WRITTEN", 1_000)
+    sink = io.StringIO()
+    view = chatview.ChatView(RichOutput(SafeConsole(file=sink, width=80, height=25, force_terminal=True,
+                                                    color_system="256")))
+    for n in range(20):
+        view.event(ReasoningMessageContentEvent(message_id="r", delta=f"step {n} of the plan\n"))
+        assert view._thinking is not None and view._thinking._live is not None
+        view._thinking._live.refresh()
+    view.event(TextMessageStartEvent(message_id="m1"))
+    view.event(TextMessageContentEvent(message_id="m1", delta="```python\nx = 1\n"))
+    shown = screen_text(sink.getvalue())  # (before the message ends: as it came)
+    view.close()
+
+    assert "step 0 of the plan" in shown and "step 19" not in shown
+    assert "```python\nx = 1" in shown
 
 
 def test_reasoning_redrawn_writes_its_lines_unpadded() -> None:

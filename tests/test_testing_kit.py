@@ -13,6 +13,7 @@ import httpx
 import pytest
 from ag_ui import core as official
 
+from agui_client._inert import KEY_CHARS
 from agui_client.errors import AguiWarning
 from agui_client.testing import (
     ANSWER_SCHEMA,
@@ -720,7 +721,10 @@ def test_a_script_item_of_the_wrong_kind_is_refused_up_front() -> None:
     (CustomEvent(name="x", value={"tags": {"a"}}), "at '/value/tags': a value of type set is not JSON"),
     ({"type": "CUSTOM", "name": "x", "value": {1: "one"}}, "at '/value': key 1 is not a string"),
     (Finish(result={"score": float("inf")}), "at '/result/score': inf is not a JSON number"),
-], ids=["nan-in-a-wire-dict", "set-in-an-event", "int-key", "inf-in-finish"])
+    # (a long key's step cut, its length said)
+    ({"type": "CUSTOM", "name": "x", "value": {"k" * 5_000: float("nan")}},
+     f"at '/value/{'k' * KEY_CHARS}...(5,000 characters)': nan is not a JSON number"),
+], ids=["nan-in-a-wire-dict", "set-in-an-event", "int-key", "inf-in-finish", "long-key"])
 def test_a_script_item_json_cannot_carry_is_refused_up_front_naming_where(item: Any, where: str) -> None:
     # The agent sent another value than the one scripted, without a word: orjson writes NaN and +-inf
     # as null, json.dumps a key 1 as "1"; a set raised inside the agent, cutting the response mid-run

@@ -96,10 +96,20 @@ def test_a_text_that_changed_after_the_verdict_is_judged_again() -> None:
     entry.text = ["caf\u00e9 \ud800"]  # (another string, however it came)
     assert entry.wire(warnings) == {"id": "m", "role": "assistant", "content": "caf\u00e9 \ufffd"}
     assert [w.code for w in warnings] == ["UTF16-SURROGATE"]
-    entry.text.append("\ud800")
+    entry.text = ["caf\u00e9 \ud800\ud800"]  # (one part again, another string: its own look)
     entry.frozen = None
     frozen = entry.freeze(warnings)
     assert isinstance(frozen, AssistantMessage) and frozen.content == "caf\u00e9 \ufffd\ufffd"
+
+
+def test_arguments_judged_are_built_into_a_call_without_a_second_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a call the fold had not frozen when its arguments were judged, as one whose stream was cut)
+    warnings: list[StreamWarning] = []
+    call = Call("c", "f", '{"x":"\u00e9"}')
+    call.judged_whole(warnings)
+    seen = _looks(monkeypatch)
+    assert call.freeze(warnings).function.arguments == '{"x":"\u00e9"}'
+    assert seen == [] and warnings == []
 
 
 def test_arguments_that_changed_after_the_verdict_are_judged_again() -> None:
@@ -110,7 +120,7 @@ def test_arguments_that_changed_after_the_verdict_are_judged_again() -> None:
     wire = call.wire(warnings)
     assert wire is not None and wire["function"]["arguments"] == '{"x":"\ufffd"}'
     assert [w.code for w in warnings] == ["UTF16-SURROGATE"]
-    call.args.append(" \ud800")
+    call.args = ['{"x":"\ud800"} \ud800']  # (one part again, another string: its own look)
     assert call.freeze(warnings).function.arguments == '{"x":"\ufffd"} \ufffd'
 
 

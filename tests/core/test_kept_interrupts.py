@@ -66,12 +66,14 @@ def as_wire(interrupts: Any) -> list[dict[str, Any]]:
 
 
 class Walks:
-    """The walks that judge values plain JSON (``plain_json``), and the schemas the standard library
-    writes for the ceiling (``_judged_key``), counted."""
+    """The walks that judge values plain JSON (``plain_json``), the schemas the standard library writes
+    for the ceiling (``_judged_key``), and the values copied one at a time rather than from the kept
+    bytes (``copy_json``, ``foreign_copy``), counted."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.walked = 0
         self.written = 0
+        self.one_at_a_time = 0
         walk, write = interrupts_module.plain_json, schema_module._judged_key
 
         def walked(value: Any, tuples: bool = True) -> bool:
@@ -82,8 +84,16 @@ class Walks:
             self.written += 1
             return write(schema)
 
+        def one_at_a_time(copy: Any) -> Any:
+            def counted(*args: Any) -> Any:
+                self.one_at_a_time += 1
+                return copy(*args)
+            return counted
+
         monkeypatch.setattr(interrupts_module, "plain_json", walked)
         monkeypatch.setattr(schema_module, "_judged_key", written)
+        for name in ("copy_json", "foreign_copy"):
+            monkeypatch.setattr(interrupts_module, name, one_at_a_time(getattr(interrupts_module, name)))
 
 
 @pytest.mark.parametrize("events", [False, True])
@@ -114,15 +124,16 @@ def test_every_copy_handed_out_is_its_callers_alone(events: bool) -> None:
 
 
 def test_interrupts_off_the_wire_are_copied_without_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Neither the fold, nor a read, nor a builder walks them; nor does the ceiling write each schema.
+    # Neither the fold, nor a read, nor a builder walks them; nor does the ceiling write each schema. Every
+    # copy is made from the bytes kept as they were folded, none a value at a time.
     walks = Walks(monkeypatch)
     session, _ = folded(4, events=True)
     session.max_schema_steps = schema_module.DEFAULT_MAX_SCHEMA_STEPS
     read = session.state.open_interrupts
     builder = ResumeBuilder(session.state.ledger.kept)
 
-    assert (walks.walked, walks.written) == (0, 0)
     assert as_wire(read) == as_wire(builder.interrupts) == asked(4)
+    assert (walks.walked, walks.written, walks.one_at_a_time) == (0, 0, 0)
 
 
 def test_the_ceiling_measures_schemas_off_the_wire_without_the_standard_library(

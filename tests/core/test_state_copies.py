@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agui_client.core.fold import ThreadState, document
+from agui_client.errors import UnencodableValue
 from agui_client.wire import values
 from agui_client.wire.types import events as ev
 
@@ -99,6 +100,17 @@ def test_a_thread_copy_copies_the_state_once_and_holds_its_own(monkeypatch: pyte
     other.set_state({"rows": []})
     other_rows = other.state["rows"]
     assert len(thread.state["rows"]) == 100 and other_rows == []
+
+
+def test_a_thread_copy_judges_state_an_event_built_elsewhere_brought() -> None:
+    # (a snapshot event built in Python may hold NaN: the document is then not known plain, and the copy
+    # judges the state as any caller's, refusing it, rather than copying it as orjson writes NaN: null)
+    thread = ThreadState()
+    thread.apply(ev.StateSnapshotEvent(snapshot={"rows": [1, float("nan")]}))
+
+    with pytest.raises(UnencodableValue) as refused:
+        thread.copy()
+    assert (refused.value.field, refused.value.pointer) == ("state", "/rows/1")
 
 
 def test_a_read_racing_a_change_leaves_no_kept_form_of_the_state_before_it(monkeypatch: pytest.MonkeyPatch) -> None:

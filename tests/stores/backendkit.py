@@ -245,6 +245,22 @@ def small(n: int) -> dict[str, Any]:
     return ThreadState(messages=[UserMessage(id=f"u{n}", content=f"message {n}")], thread_id="t").dump()
 
 
+@attrs.frozen(kw_only=True)
+class FoldsNow(Compaction):
+    """A compaction policy that says "fold now" after every append and runs ``first`` when first asked:
+    the moment between an append and its compaction (a trigger added there, say), reached without a hook
+    in the store. ``asked``: the change counts it was asked about."""
+
+    first: Callable[[], object]
+    asked: list[int] = attrs.field(factory=list)
+
+    def due(self, data_bytes: int, change_bytes: int, changes: int) -> bool:
+        self.asked.append(changes)
+        if len(self.asked) == 1:
+            self.first()
+        return True
+
+
 @pytest.fixture
 def pg_table(postgres_dsn: str) -> Iterator[str]:
     """A fresh table name on the session's PostgreSQL server, dropped afterwards."""

@@ -17,10 +17,10 @@ from typing import Any
 
 import attrs
 import pytest
-from backendkit import small
+from backendkit import FoldsNow, small
 
 from agui_client.errors import StoreError
-from agui_client.stores import Compaction, PostgresStore
+from agui_client.stores import PostgresStore
 from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
@@ -168,25 +168,11 @@ def test_a_trigger_added_on_the_change_table_between_a_deletes_two_statements_is
     assert gone == ([], [])
 
 
-@attrs.frozen(kw_only=True)
-class AddsTriggerThenFolds(Compaction):
-    """A compaction policy that, asked after an append, adds the spy's triggers and says "fold now"."""
-
-    tables: Tables
-    asked: list[int] = attrs.field(factory=list)
-
-    def due(self, data_bytes: int, change_bytes: int, changes: int) -> bool:
-        self.asked.append(changes)
-        if len(self.asked) == 1:
-            self.tables.run(*self.tables.spy_on(self.tables.name))
-        return True
-
-
 def test_a_trigger_added_between_an_append_and_its_compaction_is_refused_by_the_compaction(
         tables: Tables, caplog: pytest.LogCaptureFixture) -> None:
     # The append lands before the policy is asked; the fold that follows is a write of its own, which asks
     # the tables' question in its own statement (no test reached it before: no write sat between the two).
-    policy = AddsTriggerThenFolds(tables=tables)
+    policy = FoldsNow(first=lambda: tables.run(*tables.spy_on(tables.name)))
     with PostgresStore(tables.dsn, table=tables.name, compaction=policy) as store, \
             caplog.at_level(logging.DEBUG, logger="agui_client.stores"):
         store.save("c", small(1), expected_version=None)

@@ -25,14 +25,13 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
-from backendkit import small
+from backendkit import FoldsNow, small
 from test_sqlite_layout import make_layout_1, make_layout_2, query
 
 from agui_client._inert import quoted_name
 from agui_client.errors import AguiWarning, StoreError
-from agui_client.stores import Compaction, SqliteStore
+from agui_client.stores import SqliteStore
 from agui_client.testing import ScriptedAgent
 
 __all__: list[str] = []
@@ -212,28 +211,17 @@ def test_every_write_is_judged_against_a_schema_changed_after_open(tmp_path: Pat
     assert stored is not None and (stored.version, stored.data) == (1, small(1))
 
 
-@attrs.frozen(kw_only=True)
-class AddsTriggerThenFolds(Compaction):
-    """A compaction policy that, asked after an append, adds a trigger from another connection and says
-    "fold now": the moment between an append and its compaction, reached without a hook in the store."""
-
-    path: Path
-    asked: list[int] = attrs.field(factory=list)
-
-    def due(self, data_bytes: int, change_bytes: int, changes: int) -> bool:
-        self.asked.append(changes)
-        with closing(sqlite3.connect(self.path, isolation_level=None)) as other:
-            other.execute("CREATE TABLE IF NOT EXISTS spy (what TEXT)")
-            other.execute("CREATE TRIGGER IF NOT EXISTS spy AFTER UPDATE ON agui_threads BEGIN "
-                          "INSERT INTO spy VALUES ('ran'); END")
-        return True
-
-
 def test_a_trigger_added_between_an_append_and_its_compaction_is_refused_by_the_compaction(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # The compaction is a write transaction of its own, judged like every write (the cookie moved).
     path = tmp_path / "threads.db"
-    policy = AddsTriggerThenFolds(path=path)
+
+    def add_trigger() -> None:  # (from another connection)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("CREATE TABLE spy (what TEXT)")
+            other.execute("CREATE TRIGGER spy AFTER UPDATE ON agui_threads BEGIN INSERT INTO spy VALUES ('ran'); END")
+
+    policy = FoldsNow(first=add_trigger)
     with SqliteStore(path, compaction=policy) as store, caplog.at_level("DEBUG", logger="agui_client.stores"):
         store.save("t", small(1), expected_version=None)
         version = store.append("t", {"set": {"state": {"n": 2}}}, expected_version=1)
