@@ -123,13 +123,21 @@ def test_a_code_block_is_charged_the_same_drawing_at_80_and_200_columns() -> Non
     assert charged[0] == charged[1] < 30 * 80 and "```" not in console.file.getvalue()
 
 
+def _clocked_writer(width: int, height: int, *, redraws: int
+                    ) -> tuple[io.StringIO, chatview._MarkdownWriter, list[float], list[int]]:
+    """A Markdown writer on a terminal of ``width`` x ``height`` writing into the returned sink, its clock
+    the returned one-item list (moved by the test), ``redraws`` characters left of LIVE_WRITTEN."""
+    sink = io.StringIO()
+    console = SafeConsole(file=sink, width=width, height=height, force_terminal=True, color_system="256")
+    now = [0.0]
+    left = [chatview.MARKDOWN_CHARS, chatview.MARKDOWN_WRITTEN, redraws]
+    writer = chatview._MarkdownWriter(console, "agent:", left, clock=lambda: now[0], work=lambda: 0.0)
+    return sink, writer, now, left
+
+
 def test_a_redraw_is_charged_at_least_what_it_writes() -> None:
     # (what the live display writes for each redraw: the lines, their colour codes, the cursor's moves)
-    sink = io.StringIO()
-    console = SafeConsole(file=sink, width=200, height=40, force_terminal=True, color_system="256")
-    now = [0.0]
-    left = [chatview.MARKDOWN_CHARS, chatview.MARKDOWN_WRITTEN, 10_000_000]
-    writer = chatview._MarkdownWriter(console, "agent:", left, clock=lambda: now[0], work=lambda: 0.0)
+    sink, writer, now, left = _clocked_writer(200, 40, redraws=10_000_000)
     writer.feed("```python\n" + _line(0))
     before, charged = len(sink.getvalue()), left[2]
     for n in range(1, 40):
@@ -145,11 +153,7 @@ def test_a_redraw_is_charged_at_least_what_it_writes() -> None:
 
 
 def test_once_the_redraw_budget_is_spent_the_message_goes_on_as_text() -> None:
-    sink = io.StringIO()
-    console = SafeConsole(file=sink, width=80, height=25, force_terminal=True, color_system="256")
-    now = [0.0]
-    left = [chatview.MARKDOWN_CHARS, chatview.MARKDOWN_WRITTEN, 1]
-    writer = chatview._MarkdownWriter(console, "agent:", left, clock=lambda: now[0], work=lambda: 0.0)
+    sink, writer, now, left = _clocked_writer(80, 25, redraws=1)
     writer.feed("```python\nx = 1\n")
     assert writer._live is not None
     writer._live.refresh()  # (the redraw that spends what was left)

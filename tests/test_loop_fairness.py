@@ -39,6 +39,22 @@ DELTA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}\n\n'
 CLOSE = b'data: {"type":"TEXT_MESSAGE_END","messageId":"m"}\n\n'
 
 
+def already_received(pieces: list[bytes]) -> httpx.MockTransport:
+    """A transport answering with ``pieces`` as the reads of an SSE body all received already: they follow
+    each other with no wait (a socket holding them returns each read at once), which a real server cannot
+    promise."""
+
+    class Arrived(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for piece in pieces:
+                yield piece  # (no await between them)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
+
+    return httpx.MockTransport(answer)
+
+
 def _answer(body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
     """An ASGI agent answering with ``body``, sent in one piece."""
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -285,18 +301,10 @@ def test_a_run_read_in_pieces_and_saved_in_memory_under_trio() -> None:
     # there, RuntimeError "no running event loop", its save not made.
     pieces = [START + OPEN + DELTA * 5, DELTA * 5, DELTA * 5 + CLOSE + FINISH]
 
-    class Arrived(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            for piece in pieces:
-                yield piece
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
-
     store = MemoryStore()
 
     async def main() -> str:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        async with httpx.AsyncClient(transport=already_received(pieces)) as http:
             async with ag.AsyncAgentClient("http://agent.test/", http_client=http, store=store) as client:
                 result = await client.thread("t").run("hi", run_id="r")
         return result.text
@@ -310,17 +318,10 @@ def test_a_run_saved_to_a_store_in_a_worker_thread_under_trio(tmp_path: Any) -> 
     # A store other than an in-memory one is called in a worker thread (``in_worker``), which asked for
     # asyncio's executor: under trio every such call failed (RuntimeError "no running event loop"), the
     # thread's first load before anything was sent.
-    class Body(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            yield START + OPEN + DELTA * 3 + CLOSE + FINISH
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
-
     store = SqliteStore(tmp_path / "threads.db")
 
     async def main() -> tuple[str, int | None]:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        async with httpx.AsyncClient(transport=already_received([START + OPEN + DELTA * 3 + CLOSE + FINISH])) as http:
             async with ag.AsyncAgentClient("http://agent.test/", http_client=http, store=store) as client:
                 thread = client.thread("t")
                 result = await thread.run("hi", run_id="r")
@@ -549,17 +550,9 @@ def test_reads_that_arrive_without_a_wait_let_other_tasks_run_between_them() -> 
     read = START + OPEN + DELTA * 2_000 + CLOSE + FINISH
     chunks = [read[i:i + 8192] for i in range(0, len(read), 8192)]
 
-    class Arrived(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            for chunk in chunks:
-                yield chunk  # (no await between them: every read is there already)
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
-
     async def main() -> tuple[list[int], str | None]:
         seen: list[int] = []
-        async with _OtherRun() as other, httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        async with _OtherRun() as other, httpx.AsyncClient(transport=already_received(chunks)) as http:
             async with ag.AsyncAgentClient("http://agent.test/", http_client=http) as client:
                 async with client.thread("t").stream("hi", run_id="r") as stream:
                     async for event in stream:
@@ -584,14 +577,6 @@ def test_the_turn_between_pieces_lets_the_tasks_of_timers_already_due_run_before
     # pieces that follow each other without a wait of their own.
     pieces = [START + OPEN + DELTA * 5, DELTA * 5, DELTA * 5 + CLOSE + FINISH]
 
-    class Arrived(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            for piece in pieces:
-                yield piece  # (no await between them: every read is there already)
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Arrived())
-
     async def main() -> tuple[int, int, str | None]:
         running = asyncio.get_running_loop()
         deltas = 0
@@ -603,7 +588,7 @@ def test_the_turn_between_pieces_lets_the_tasks_of_timers_already_due_run_before
             seen_by_the_timer.append(deltas)
 
         waiting = asyncio.create_task(woken_by_the_timer())
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        async with httpx.AsyncClient(transport=already_received(pieces)) as http:
             async with ag.AsyncAgentClient("http://agent.test/", http_client=http) as client:
                 async with client.thread("t").stream("hi", run_id="r") as stream:
                     async for event in stream:

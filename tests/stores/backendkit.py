@@ -155,6 +155,12 @@ def _postgres_backend(dsn: str) -> Backend:
 
 
 @pytest.fixture
+def prefix() -> str:
+    """A Redis key prefix of the test's own (the server is shared by the session's tests)."""
+    return f"agui:test:{uuid.uuid4().hex}:"
+
+
+@pytest.fixture
 def raw_redis(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
     url: str = request.getfixturevalue("redis_url")
     with redis.Redis.from_url(url) as client:

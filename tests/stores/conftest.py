@@ -8,7 +8,7 @@ rather than restated in each file that runs its cases against every kind."""
 from __future__ import annotations
 
 import pytest
-from backendkit import backend, durable_backend, pg_table, raw_redis, store  # noqa: F401 (offered to every store test: see above)
+from backendkit import backend, durable_backend, pg_table, prefix, raw_redis, store  # noqa: F401 (offered to every store test: see above)
 from serverkit import free_port
 
 __all__: list[str] = []

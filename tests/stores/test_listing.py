@@ -388,11 +388,6 @@ def test_postgres_lists_in_code_point_order_in_a_database_of_another_collation(p
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def prefix() -> str:
-    return f"agui:test:{uuid.uuid4().hex}:"
-
-
 def format_1_hash(client: redis.Redis, key: str, version: int) -> None:
     """A thread hash as the first release wrote it (no index then)."""
     client.hset(key, mapping={"version": version, "data": "{}", "claim": "", "format": 1})

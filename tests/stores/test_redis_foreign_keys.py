@@ -11,8 +11,7 @@ failure names the key and what it holds.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -24,26 +23,15 @@ from agui_client.stores import RedisStore
 __all__: list[str] = []
 
 
-@pytest.fixture
-def prefix() -> str:
-    return f"agui:test:{uuid.uuid4().hex}:"
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    with redis.Redis.from_url(redis_url) as made:
-        yield made
-
-
 def test_a_string_under_the_index_name_fails_every_write_before_it_writes_and_names_the_key(
-        redis_url: str, client: redis.Redis, prefix: str) -> None:
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     index = f"agui-ids:{prefix}"
     with RedisStore(redis_url, prefix=prefix) as store:
         store.save("t", small(1), expected_version=None)
         assert store.claim("t", expected_version=1, owner="me") == 2
-        client.delete(index)
-        client.set(index, "another application's value")
-        before = client.hgetall(f"{prefix}t")
+        raw_redis.delete(index)
+        raw_redis.set(index, "another application's value")
+        before = raw_redis.hgetall(f"{prefix}t")
         writes: dict[str, Callable[[], object]] = {
             "save": lambda: store.save("t", small(2), expected_version=2),
             "append": lambda: store.append("t", {"set": {"state": {"n": 2}}}, expected_version=2),
@@ -57,9 +45,9 @@ def test_a_string_under_the_index_name_fails_every_write_before_it_writes_and_na
             with pytest.raises(StoreError) as caught:
                 write()
             refused[name] = caught.value
-        after = client.hgetall(f"{prefix}t")
-        created = client.exists(f"{prefix}new")
-        client.delete(index)
+        after = raw_redis.hgetall(f"{prefix}t")
+        created = raw_redis.exists(f"{prefix}new")
+        raw_redis.delete(index)
         released = store.release("t", claimed_version=2, owner="me")
 
     assert after == before and created == 0
@@ -72,11 +60,11 @@ def test_a_string_under_the_index_name_fails_every_write_before_it_writes_and_na
 
 
 def test_a_string_under_a_threads_key_is_named_by_a_load_and_a_write_and_left_as_it_is(
-        redis_url: str, client: redis.Redis, prefix: str) -> None:
+        redis_url: str, raw_redis: redis.Redis, prefix: str) -> None:
     with RedisStore(redis_url, prefix=prefix) as store:
         store.save("t", small(1), expected_version=None)
-        client.delete(f"{prefix}t")
-        client.set(f"{prefix}t", "another application's value")
+        raw_redis.delete(f"{prefix}t")
+        raw_redis.set(f"{prefix}t", "another application's value")
         refused = []
         for call in (lambda: store.load("t"), lambda: store.claim("t", expected_version=1, owner="me"),
                      lambda: store.save("t", small(2), expected_version=None)):
@@ -84,7 +72,7 @@ def test_a_string_under_a_threads_key_is_named_by_a_load_and_a_write_and_left_as
                 call()
             refused.append(caught.value)
 
-    assert client.get(f"{prefix}t") == b"another application's value"
+    assert raw_redis.get(f"{prefix}t") == b"another application's value"
     for error in refused:
         assert f"key '{prefix}t' holds a 'string', not the thread record (a hash)" in str(error), str(error)
         assert error.thread_id == "t"

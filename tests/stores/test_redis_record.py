@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -40,11 +39,6 @@ def big(n: int) -> dict[str, Any]:
     data = small(0)
     data["messages"] = [{"id": f"m{i}", "role": "user", "content": "x" * 1000} for i in range(n)]
     return data
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"agui:test:{uuid.uuid4().hex}:"
 
 
 @pytest.fixture
