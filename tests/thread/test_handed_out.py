@@ -221,17 +221,24 @@ def spoil_messages(messages: Any) -> None:
                 held["spoiled"] = True
 
 
+def streamed_spoiling_snapshots(client: Any) -> Any:
+    """A new thread of ``client`` whose run ("plan it") is streamed, each ``MESSAGES_SNAPSHOT``'s messages
+    spoiled (:func:`spoil_messages`) as it is read; returns the thread."""
+    thread = client.thread()
+    with thread.stream("plan it") as events:
+        for event in events:
+            if isinstance(event, ag.MessagesSnapshotEvent):
+                spoil_messages(event.messages)
+    return thread
+
+
 def test_changing_a_messages_snapshot_event_changes_nothing_the_thread_holds(drive: Any, served: Any) -> None:
     endpoint = served(ScriptedAgent([[Start(), {"type": "MESSAGES_SNAPSHOT", "messages": SNAPSHOT_MESSAGES},
                                       Finish()]]))
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        with thread.stream("plan it") as events:
-            for event in events:
-                if isinstance(event, ag.MessagesSnapshotEvent):
-                    spoil_messages(event.messages)
+        thread = streamed_spoiling_snapshots(client)
         saved = store.load(thread.id)
 
     assert thread.state.dump()["messages"] == SNAPSHOT_MESSAGES

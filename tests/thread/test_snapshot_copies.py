@@ -14,7 +14,7 @@ import copy
 import json
 from typing import Any
 
-from test_handed_out import spoil_messages
+from test_handed_out import streamed_spoiling_snapshots
 
 import agui_client as ag
 from agui_client.stores import MemoryStore
@@ -52,11 +52,7 @@ def test_changing_a_large_snapshot_event_changes_nothing_the_thread_holds_sends_
     store = MemoryStore()
 
     with drive.client(endpoint.url, store=store) as client:
-        thread = client.thread()
-        with thread.stream("plan it") as events:
-            for event in events:
-                if isinstance(event, ag.MessagesSnapshotEvent):
-                    spoil_messages(event.messages)
+        thread = streamed_spoiling_snapshots(client)
         saved = store.load(thread.id)
         thread.run("again")
 
